@@ -1,0 +1,27 @@
+import Koa from 'koa';
+import type { ApiDeps, ApiState } from './context.js';
+import { requestId } from './middleware/request-id.js';
+import { errors } from './middleware/errors.js';
+import { body } from './middleware/body.js';
+import { httpMetrics } from './middleware/http-metrics.js';
+import { healthRoutes } from './routes/health.js';
+import { carRoutes } from './routes/cars.js';
+import { bookingRoutes } from './routes/bookings.js';
+import { paymentRoutes } from './routes/payments.js';
+import { hotelRoutes } from './routes/hotels.js';
+import { openapiRoutes } from './routes/openapi.js';
+
+export function createApp(deps: ApiDeps): Koa<ApiState> {
+  const app = new Koa<ApiState>();
+  app.proxy = true;
+  app.use(requestId);
+  app.use(httpMetrics(deps.metrics));
+  app.use(errors);
+  app.use(body);
+  for (const router of [healthRoutes(deps), openapiRoutes(), carRoutes(deps), bookingRoutes(deps), paymentRoutes(deps), hotelRoutes(deps)]) {
+    app.use(router.routes());
+  }
+  // Errors are answered by the errors middleware; keep Koa from logging them twice.
+  app.silent = true;
+  return app;
+}

@@ -1,0 +1,41 @@
+import type { Middleware } from 'koa';
+import { jwtVerify } from 'jose';
+import { z } from 'zod';
+import { DomainError } from '../../shared/domain/errors.js';
+import type { Actor } from '../../shared/domain/actor.js';
+import type { ApiState } from '../context.js';
+
+const claims = z.object({
+  sub: z.string().regex(/^[1-9]\d{0,15}$/),
+  role: z.enum(['customer', 'host', 'operator']),
+});
+
+const unauthenticated = (why: string) => new DomainError('UNAUTHENTICATED', why);
+
+/** Verifies the HS256 bearer token (exp honoured when present) and returns who is calling. */
+export async function verifyBearer(secret: Uint8Array, header: string | undefined): Promise<Actor> {
+  const m = header?.match(/^Bearer\s+(\S+)$/i);
+  if (!m) throw unauthenticated('a bearer token is required');
+  let payload: unknown;
+  try {
+    ({ payload } = await jwtVerify(m[1]!, secret, { algorithms: ['HS256'] }));
+  } catch {
+    throw unauthenticated('the bearer token is invalid or expired');
+  }
+  const c = claims.safeParse(payload);
+  if (!c.success) throw unauthenticated('the bearer token lacks a valid sub or role');
+  return { id: Number(c.data.sub), role: c.data.role };
+}
+
+export function authenticate(jwtSecret: string): Middleware<ApiState> {
+  const secret = new TextEncoder().encode(jwtSecret);
+  return async (ctx, next) => {
+    ctx.state.actor = await verifyBearer(secret, ctx.get('authorization') || undefined);
+    await next();
+  };
+}
+
+export function actorOf(state: ApiState): Actor {
+  if (!state.actor) throw unauthenticated('a bearer token is required');
+  return state.actor;
+}

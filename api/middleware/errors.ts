@@ -1,0 +1,64 @@
+import type { Middleware } from 'koa';
+import { SlonikError, ConnectionError } from 'slonik';
+import { DomainError, type ErrorCode } from '../../shared/domain/errors.js';
+import { logger } from '../../shared/logger.js';
+import type { ApiState } from '../context.js';
+
+const statusOf: Record<ErrorCode, number> = {
+  VALIDATION: 400,
+  UNAUTHENTICATED: 401,
+  INVALID_SIGNATURE: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CAR_UNAVAILABLE: 409,
+  SOLD_OUT: 409,
+  INVALID_STATE: 409,
+  IDEMPOTENCY_IN_PROGRESS: 409,
+  ALREADY_EXISTS: 409,
+  INVENTORY_BELOW_COMMITTED: 409,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  RATE_LIMITED: 429,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+};
+
+/** The one VALIDATION failure with its own status: 413. */
+export class BodyTooLargeError extends DomainError {
+  constructor() {
+    super('VALIDATION', 'request body is over 1 MiB', { field: 'body' });
+  }
+}
+
+export const httpStatusOf = (e: DomainError) => (e instanceof BodyTooLargeError ? 413 : statusOf[e.code]);
+
+export function errorBody(e: DomainError) {
+  return { error: { code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) } };
+}
+
+const isUnavailable = (e: unknown) =>
+  e instanceof ConnectionError ||
+  (e instanceof SlonikError && /ECONNREFUSED|terminat|connection/i.test(String(e.message))) ||
+  (e as { code?: string })?.code === 'ECONNREFUSED';
+
+/** The one place that turns errors into the contract's error shape and status. */
+export const errors: Middleware<ApiState> = async (ctx, next) => {
+  try {
+    await next();
+    if (ctx.status === 404 && ctx.body === undefined) {
+      throw new DomainError('NOT_FOUND', 'no such route');
+    }
+  } catch (err) {
+    let e: DomainError;
+    if (err instanceof DomainError) e = err;
+    else if (isUnavailable(err)) {
+      logger.warn({ err, requestId: ctx.state.requestId }, 'dependency unavailable');
+      e = new DomainError('UNAVAILABLE', 'a dependency is unavailable; try again');
+    } else {
+      logger.error({ err, requestId: ctx.state.requestId, path: ctx.path }, 'unhandled error');
+      e = new DomainError('INTERNAL', 'internal error');
+    }
+    ctx.status = httpStatusOf(e);
+    ctx.body = errorBody(e);
+    if (e.code === 'RATE_LIMITED') ctx.set('Retry-After', String((e.details as { retryAfterSeconds: number }).retryAfterSeconds));
+  }
+};

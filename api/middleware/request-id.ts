@@ -1,0 +1,13 @@
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { ApiState } from '../context.js';
+
+const acceptable = /^[\w.:\-]{1,128}$/;
+
+/** Echoes the caller's X-Request-Id (when sane), else mints one; every response carries it. */
+export const requestId: Middleware<ApiState> = async (ctx, next) => {
+  const given = ctx.get('x-request-id');
+  ctx.state.requestId = given && acceptable.test(given) ? given : randomUUID();
+  ctx.set('X-Request-Id', ctx.state.requestId);
+  await next();
+};

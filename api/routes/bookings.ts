@@ -1,0 +1,73 @@
+import Router from '@koa/router';
+import { z } from 'zod';
+import type { ApiDeps, ApiState } from '../context.js';
+import { actorOf, authenticate } from '../middleware/auth.js';
+import { idempotent } from '../middleware/idempotency.js';
+import { HoldRateLimiter } from '../middleware/rate-limit.js';
+import { id, instant, isoDate, parse, pathId } from '../validation.js';
+import { advanceTrip, cancelBooking, getBooking, holdBooking, type HoldInput } from '../../shared/usecases/bookings.js';
+import { startPayment } from '../../shared/usecases/payments.js';
+import { DomainError, forbidden } from '../../shared/domain/errors.js';
+
+const carHold = z.object({ carId: id, from: instant, to: instant });
+const stayHold = z.object({ roomTypeId: id, checkIn: isoDate, checkOut: isoDate, rooms: z.number().int().min(1).max(100).default(1) });
+const bodyObject = z.record(z.unknown(), { invalid_type_error: 'a JSON object is required', required_error: 'a JSON object is required' });
+const idempotencyKey = z.string().min(1).max(255).optional();
+const cancel = z.object({ reason: z.string().max(500).optional() }).optional();
+
+function holdInput(body: unknown): HoldInput {
+  const obj = parse(bodyObject, body, 'body');
+  if ('roomTypeId' in obj) return { kind: 'stay', ...parse(stayHold, obj, 'body') };
+  return { kind: 'car', ...parse(carHold, obj, 'body') };
+}
+
+export function bookingRoutes(deps: ApiDeps) {
+  const router = new Router<ApiState>();
+  const limiter = new HoldRateLimiter(deps.redis, deps.config.HOLD_RATE_LIMIT, deps.config.HOLD_RATE_WINDOW_S, () =>
+    deps.metrics.rateLimiterFailOpen.inc());
+  const auth = authenticate(deps.config.JWT_SECRET);
+
+  router.post('/bookings', auth, async (ctx) => {
+    const actor = actorOf(ctx.state);
+    const input = holdInput(ctx.state.body);
+    const key = parse(idempotencyKey, ctx.get('idempotency-key') || undefined, 'header');
+    if (actor.role !== 'customer') throw forbidden();
+    const answer = await idempotent(deps.db, actor.id, key, ctx.state.body, async () => {
+      const slot = await limiter.acquire(actor.id);
+      try {
+        const body = await holdBooking(deps, actor, input, { idempotencyKey: key });
+        deps.metrics.bookings.inc({ kind: input.kind, outcome: 'held' });
+        return { status: 201, body };
+      } catch (e) {
+        await slot.release();
+        deps.metrics.bookings.inc({ kind: input.kind, outcome: e instanceof DomainError ? e.code.toLowerCase() : 'error' });
+        throw e;
+      }
+    });
+    if (answer.replayed) ctx.set('Idempotent-Replayed', 'true');
+    ctx.status = answer.status;
+    ctx.body = answer.body;
+  });
+
+  router.get('/bookings/:id', auth, async (ctx) => {
+    ctx.body = await getBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'));
+  });
+
+  router.get('/bookings/:id/pay', auth, async (ctx) => {
+    const url = await startPayment(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'));
+    ctx.redirect(url);
+    ctx.status = 303;
+  });
+
+  router.post('/bookings/:id/cancel', auth, async (ctx) => {
+    const body = parse(cancel, ctx.state.body, 'body');
+    ctx.body = await cancelBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), body?.reason ?? null);
+  });
+
+  for (const action of ['pickup', 'return'] as const) {
+    router.post(`/bookings/:id/${action}`, auth, async (ctx) => {
+      ctx.body = await advanceTrip(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), action);
+    });
+  }
+  return router;
+}

@@ -1,0 +1,23 @@
+import { parseConfig } from '../shared/config.js';
+import { createDeps, onShutdown, requestRedis } from '../shared/runtime.js';
+import { logger } from '../shared/logger.js';
+import { createApp } from './app.js';
+import { createMetrics } from './metrics.js';
+import { registerOpsGauges } from './ops-gauges.js';
+
+const config = parseConfig();
+const deps = await createDeps(config);
+const redis = requestRedis(config.REDIS_URL);
+redis.on('error', () => {});
+const metrics = createMetrics();
+const closeGauges = registerOpsGauges(metrics, deps.db, config);
+const app = createApp({ ...deps, redis, metrics });
+const server = app.listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
+server.keepAliveTimeout = 65_000;
+
+onShutdown(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await closeGauges();
+  redis.disconnect();
+  await deps.db.end();
+}, (m) => logger.info(m));

@@ -1,0 +1,47 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+import Koa from 'koa';
+import { Queue } from 'bullmq';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { KoaAdapter } from '@bull-board/koa';
+import { parseConfig } from '../shared/config.js';
+import { onShutdown, queueConnection } from '../shared/runtime.js';
+import { logger } from '../shared/logger.js';
+import { QUEUE_NAMES } from '../api/ops-gauges.js';
+
+const digest = (s: string) => createHash('sha256').update(s).digest();
+const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
+
+/** HTTP Basic auth compared in constant time; 401 with a challenge otherwise. */
+export function basicAuth(user: string, password: string): Koa.Middleware {
+  return async (ctx, next) => {
+    const m = ctx.get('authorization').match(/^Basic\s+(\S+)$/i);
+    const [u, ...rest] = m ? Buffer.from(m[1]!, 'base64').toString('utf8').split(':') : [];
+    if (u !== undefined && same(u, user) && same(rest.join(':'), password)) return next();
+    ctx.status = 401;
+    ctx.set('WWW-Authenticate', 'Basic realm="queues"');
+    ctx.body = { error: { code: 'UNAUTHENTICATED', message: 'dashboard credentials required' } };
+  };
+}
+
+export async function createDashboard(config: ReturnType<typeof parseConfig>) {
+  const queues = QUEUE_NAMES.map((name) => new Queue(name, { connection: queueConnection(config.REDIS_URL) }));
+  const serverAdapter = new KoaAdapter();
+  serverAdapter.setBasePath('/admin/queues');
+  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  const app = new Koa();
+  app.use(basicAuth(config.DASHBOARD_USER, config.DASHBOARD_PASSWORD));
+  await app.use(serverAdapter.registerPlugin());
+  return { app, close: () => Promise.all(queues.map((q) => q.close())) };
+}
+
+const isEntry = process.argv[1] !== undefined && import.meta.url === (await import('node:url')).pathToFileURL(process.argv[1]).href;
+if (isEntry) {
+  const config = parseConfig();
+  const { app, close } = await createDashboard(config);
+  const server = app.listen(config.DASHBOARD_PORT, () => logger.info({ port: config.DASHBOARD_PORT }, 'dashboard listening'));
+  onShutdown(async () => {
+    await new Promise<void>((r) => server.close(() => r()));
+    await close();
+  });
+}

@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { sql, type CommonQueryMethods } from './pool.js';
+import { BOOKING_STATUSES, type BookingStatus } from '../domain/booking-status.js';
+
+export const bookingRow = z.object({
+  id: z.number(),
+  kind: z.enum(['car', 'stay']),
+  status: z.enum(BOOKING_STATUSES),
+  version: z.number(),
+  customerId: z.number(),
+  carId: z.number().nullable(),
+  hostId: z.number().nullable(),
+  from: z.string().nullable(),
+  to: z.string().nullable(),
+  roomTypeId: z.number().nullable(),
+  checkIn: z.string().nullable(),
+  checkOut: z.string().nullable(),
+  rooms: z.number().nullable(),
+  depositAmount: z.number(),
+  currency: z.string(),
+  holdExpiresAt: z.string().nullable(),
+  nextExpiryCheckAt: z.string().nullable(),
+  payRequestedAt: z.string().nullable(),
+  paymentIntentId: z.string().nullable(),
+  hotelTimezone: z.string().nullable(),
+  hotelCheckInTime: z.string().nullable(),
+});
+export type BookingRow = z.infer<typeof bookingRow>;
+
+const select = sql.fragment`
+  SELECT b.id, b.kind, b.status, b.version, b.customer_id AS "customerId", b.car_id AS "carId", c.host_id AS "hostId",
+    lower(b.period) AS "from", upper(b.period) AS "to",
+    b.room_type_id AS "roomTypeId", b.check_in::text AS "checkIn", b.check_out::text AS "checkOut", b.rooms,
+    b.deposit_amount AS "depositAmount", b.currency, b.hold_expires_at AS "holdExpiresAt",
+    b.next_expiry_check_at AS "nextExpiryCheckAt", b.pay_requested_at AS "payRequestedAt",
+    b.payment_intent_id AS "paymentIntentId", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
+  FROM booking b
+  LEFT JOIN car c ON c.id = b.car_id
+  LEFT JOIN room_type rt ON rt.id = b.room_type_id
+  LEFT JOIN hotel h ON h.id = rt.hotel_id`;
+
+export async function findBooking(db: CommonQueryMethods, id: number, opts: { forUpdate?: boolean } = {}) {
+  return db.maybeOne(sql.type(bookingRow)`
+    ${select} WHERE b.id = ${id} ${opts.forUpdate ? sql.fragment`FOR UPDATE OF b` : sql.fragment``}`);
+}
+
+export interface NewCarHold {
+  customerId: number;
+  carId: number;
+  from: Date;
+  to: Date;
+  depositAmount: number;
+  currency: string;
+  holdExpiresAt: Date;
+}
+
+/** Inserts the hold; the exclusion constraint, not a prior read, decides whether the car is free. */
+export async function insertCarHold(db: CommonQueryMethods, h: NewCarHold): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ id: z.number() }))`
+    INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, currency, hold_expires_at, next_expiry_check_at)
+    VALUES ('car', 'HOLD', ${h.customerId}, ${h.carId},
+            tstzrange(${h.from.toISOString()}::timestamptz, ${h.to.toISOString()}::timestamptz, '[)'),
+            ${h.depositAmount}, ${h.currency}, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()})
+    RETURNING id`);
+}
+
+export interface NewStayHold {
+  customerId: number;
+  roomTypeId: number;
+  checkIn: string;
+  checkOut: string;
+  rooms: number;
+  depositAmount: number;
+  currency: string;
+  holdExpiresAt: Date;
+}
+
+export async function insertStayHold(db: CommonQueryMethods, h: NewStayHold): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ id: z.number() }))`
+    INSERT INTO booking (kind, status, customer_id, room_type_id, check_in, check_out, rooms, deposit_amount, currency,
+                         hold_expires_at, next_expiry_check_at)
+    VALUES ('stay', 'HOLD', ${h.customerId}, ${h.roomTypeId}, ${h.checkIn}::date, ${h.checkOut}::date, ${h.rooms},
+            ${h.depositAmount}, ${h.currency}, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()})
+    RETURNING id`);
+}
+
+/**
+ * Compare-and-set on the booking's version: succeeds for exactly one of any racing writers.
+ * Returns false when someone else changed the booking first.
+ */
+export async function transition(
+  db: CommonQueryMethods,
+  b: { id: number; version: number },
+  to: BookingStatus,
+): Promise<boolean> {
+  const holdFields = to === 'HOLD' ? sql.fragment`` : sql.fragment`, hold_expires_at = NULL, next_expiry_check_at = NULL`;
+  const r = await db.query(sql.unsafe`
+    UPDATE booking SET status = ${to}, version = version + 1, updated_at = now() ${holdFields}
+    WHERE id = ${b.id} AND version = ${b.version}`);
+  return r.rowCount === 1;
+}
+
+export async function markPayRequested(db: CommonQueryMethods, id: number, at: Date): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE booking SET pay_requested_at = coalesce(pay_requested_at, ${at.toISOString()}::timestamptz) WHERE id = ${id}`);
+}
+
+export async function savePaymentIntent(db: CommonQueryMethods, id: number, intentId: string): Promise<void> {
+  await db.query(sql.unsafe`UPDATE booking SET payment_intent_id = ${intentId} WHERE id = ${id} AND payment_intent_id IS NULL`);
+}
+
+/** Pushes the next expiry check of a HOLD (payment may be in flight). */
+export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: Date): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE booking SET next_expiry_check_at = ${at.toISOString()}::timestamptz WHERE id = ${id} AND status = 'HOLD'`);
+}
+
+export async function dueHolds(db: CommonQueryMethods, now: Date, limit: number) {
+  return db.any(sql.type(z.object({ id: z.number(), nextExpiryCheckAt: z.string() }))`
+    SELECT id, next_expiry_check_at AS "nextExpiryCheckAt" FROM booking
+    WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
+    ORDER BY next_expiry_check_at LIMIT ${limit}`);
+}
+
+export const bookingView = z.object({
+  paymentAmount: z.number().nullable(),
+  refundAmount: z.number().nullable(),
+  refundStatus: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']).nullable(),
+});
+
+/** The payment that confirmed the booking (else the latest success) and the latest refund. */
+export async function moneyOf(db: CommonQueryMethods, bookingId: number) {
+  return db.one(sql.type(bookingView)`
+    SELECT p.amount AS "paymentAmount", r.amount AS "refundAmount", r.status AS "refundStatus"
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (SELECT amount FROM payment WHERE booking_id = ${bookingId}
+                       ORDER BY (outcome = 'CONFIRMED') DESC, id DESC LIMIT 1) p ON true
+    LEFT JOIN LATERAL (SELECT amount, status FROM refund WHERE booking_id = ${bookingId}
+                       ORDER BY id DESC LIMIT 1) r ON true`);
+}

@@ -1,0 +1,75 @@
+import { z } from 'zod';
+import { sql, type CommonQueryMethods } from './pool.js';
+
+const row = z.object({
+  requestHash: z.string(),
+  state: z.enum(['IN_PROGRESS', 'DONE']),
+  responseStatus: z.number().nullable(),
+  responseBody: z.unknown(),
+  stale: z.boolean(),
+});
+
+export type ClaimResult =
+  | { kind: 'claimed' }
+  | { kind: 'replay'; status: number; body: unknown; requestHash: string }
+  | { kind: 'in_progress'; requestHash: string };
+
+/**
+ * Claims (customer, key) for one request. An IN_PROGRESS claim whose lease ran out (its process died
+ * before finishing) can be taken over: the use case commits its result together with the claim's
+ * completion, so a stale claim never hides a committed booking.
+ */
+export async function claimKey(
+  db: CommonQueryMethods,
+  customerId: number,
+  key: string,
+  requestHash: string,
+  leaseSeconds: number,
+): Promise<ClaimResult> {
+  const inserted = await db.maybeOne(sql.unsafe`
+    INSERT INTO idempotency_key (customer_id, key, request_hash, state, locked_until)
+    VALUES (${customerId}, ${key}, ${requestHash}, 'IN_PROGRESS', now() + make_interval(secs => ${leaseSeconds}))
+    ON CONFLICT DO NOTHING RETURNING 1`);
+  if (inserted) return { kind: 'claimed' };
+  const existing = await db.maybeOne(sql.type(row)`
+    SELECT request_hash AS "requestHash", state, response_status AS "responseStatus", response_body AS "responseBody",
+           (state = 'IN_PROGRESS' AND locked_until < now()) AS stale
+    FROM idempotency_key WHERE customer_id = ${customerId} AND key = ${key}`);
+  if (!existing) return claimKey(db, customerId, key, requestHash, leaseSeconds);
+  if (existing.state === 'DONE') {
+    return { kind: 'replay', status: existing.responseStatus ?? 200, body: existing.responseBody, requestHash: existing.requestHash };
+  }
+  if (existing.stale && existing.requestHash === requestHash) {
+    const taken = await db.maybeOne(sql.unsafe`
+      UPDATE idempotency_key SET locked_until = now() + make_interval(secs => ${leaseSeconds})
+      WHERE customer_id = ${customerId} AND key = ${key} AND state = 'IN_PROGRESS' AND locked_until < now()
+      RETURNING 1`);
+    if (taken) return { kind: 'claimed' };
+  }
+  return { kind: 'in_progress', requestHash: existing.requestHash };
+}
+
+export async function completeKey(
+  db: CommonQueryMethods,
+  customerId: number,
+  key: string,
+  status: number,
+  body: unknown,
+): Promise<void> {
+  await db.query(sql.unsafe`
+    UPDATE idempotency_key SET state = 'DONE', response_status = ${status}, response_body = ${sql.jsonb(body as never)},
+      locked_until = NULL
+    WHERE customer_id = ${customerId} AND key = ${key}`);
+}
+
+export async function releaseKey(db: CommonQueryMethods, customerId: number, key: string): Promise<void> {
+  await db.query(sql.unsafe`
+    DELETE FROM idempotency_key WHERE customer_id = ${customerId} AND key = ${key} AND state = 'IN_PROGRESS'`);
+}
+
+/** Keys are kept at least 24 h (the contract); older ones are purged by the sweeper. */
+export async function purgeKeys(db: CommonQueryMethods, olderThanHours: number): Promise<number> {
+  const r = await db.query(sql.unsafe`
+    DELETE FROM idempotency_key WHERE created_at < now() - make_interval(hours => ${olderThanHours})`);
+  return r.rowCount;
+}

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { sql, type CommonQueryMethods } from './pool.js';
+
+export const outboxRow = z.object({
+  id: z.number(),
+  eventId: z.string(),
+  topic: z.string(),
+  key: z.string(),
+  payload: z.record(z.unknown()),
+  createdAt: z.string(),
+});
+export type OutboxRow = z.infer<typeof outboxRow>;
+
+const columns = sql.fragment`id, event_id::text AS "eventId", topic, message_key AS key, payload, created_at AS "createdAt"`;
+
+/** Rows not yet turned into jobs; SKIP LOCKED lets several dispatchers share the table. */
+export async function claimUndispatched(tx: CommonQueryMethods, limit: number) {
+  return tx.any(sql.type(outboxRow)`
+    SELECT ${columns} FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+}
+
+export async function markDispatched(tx: CommonQueryMethods, ids: readonly number[]): Promise<void> {
+  await tx.query(sql.unsafe`UPDATE outbox SET dispatched_at = now() WHERE id = ANY(${sql.array(ids, 'int8')})`);
+}
+
+export const SHARDS = 8;
+// Arbitrary namespace for the relay's per-shard advisory locks.
+const RELAY_LOCK_NAMESPACE = 7_240_001;
+
+/**
+ * Takes the shard for this transaction, or returns false when another relay has it. One relay per shard
+ * publishes in id order, so the events of one key (bookingId) reach Kafka in the order they were written.
+ */
+export async function lockShard(tx: CommonQueryMethods, shard: number): Promise<boolean> {
+  return tx.oneFirst(sql.type(z.object({ locked: z.boolean() }))`
+    SELECT pg_try_advisory_xact_lock(${RELAY_LOCK_NAMESPACE}, ${shard}) AS locked`);
+}
+
+export async function claimUnpublished(tx: CommonQueryMethods, shard: number, limit: number) {
+  return tx.any(sql.type(outboxRow)`
+    SELECT ${columns} FROM outbox WHERE published_at IS NULL AND shard = ${shard}
+    ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+}
+
+export async function markPublished(tx: CommonQueryMethods, ids: readonly number[]): Promise<void> {
+  await tx.query(sql.unsafe`UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY(${sql.array(ids, 'int8')})`);
+}
+
+export async function outboxLag(db: CommonQueryMethods) {
+  return db.one(sql.type(z.object({ pending: z.number(), lagSeconds: z.number() }))`
+    SELECT count(*)::int AS pending,
+           coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)::float8 AS "lagSeconds"
+    FROM outbox WHERE published_at IS NULL`);
+}

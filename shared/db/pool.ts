@@ -1,0 +1,31 @@
+import { createPool, SchemaValidationError, type DatabasePool, type Interceptor, type QueryResultRow } from 'slonik';
+
+export type { DatabasePool, DatabaseTransactionConnection, CommonQueryMethods } from 'slonik';
+export { sql } from 'slonik';
+
+// slonik's sql.type(zod) validates nothing on its own: this interceptor makes it parse every row.
+const resultParser: Interceptor = {
+  name: 'result-parser',
+  transformRow: (context, query, row) => {
+    if (!context.resultParser) return row;
+    const parsed = context.resultParser.safeParse(row);
+    if (!parsed.success) throw new SchemaValidationError(query, row as never, parsed.error.issues as never);
+    return parsed.data as QueryResultRow;
+  },
+};
+
+export async function createDb(url: string, options: { maximumPoolSize?: number } = {}): Promise<DatabasePool> {
+  return createPool(url, {
+    maximumPoolSize: options.maximumPoolSize ?? 20,
+    interceptors: [resultParser],
+    // Ids and minor-unit amounts fit in a double; instants leave the database as ISO strings.
+    typeParsers: [
+      { name: 'int8', parse: (v: string) => Number(v) },
+      { name: 'numeric', parse: (v: string) => Number(v) },
+      { name: 'timestamptz', parse: (v: string) => new Date(v).toISOString() },
+      { name: 'date', parse: (v: string) => v },
+    ],
+    statementTimeout: 15_000,
+    connectionTimeout: 5_000,
+  });
+}

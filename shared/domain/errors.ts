@@ -1,0 +1,34 @@
+export type ErrorCode =
+  | 'VALIDATION'
+  | 'UNAUTHENTICATED'
+  | 'INVALID_SIGNATURE'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CAR_UNAVAILABLE'
+  | 'SOLD_OUT'
+  | 'INVALID_STATE'
+  | 'IDEMPOTENCY_IN_PROGRESS'
+  | 'ALREADY_EXISTS'
+  | 'INVENTORY_BELOW_COMMITTED'
+  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'RATE_LIMITED'
+  | 'INTERNAL'
+  | 'UNAVAILABLE';
+
+/** A failure the caller can act on; one middleware maps codes to HTTP statuses. */
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const notFound = (what = 'resource') => new DomainError('NOT_FOUND', `${what} not found`);
+export const forbidden = () => new DomainError('FORBIDDEN', 'your role may not do this');
+export const invalidState = (status: string, action: string) =>
+  new DomainError('INVALID_STATE', `cannot ${action} a booking in status ${status}`, { status });
+export const validation = (field: string, message: string) => new DomainError('VALIDATION', message, { field });

@@ -1,0 +1,163 @@
+import {
+  ExponentialBackoff,
+  TaskCancelledError,
+  TimeoutStrategy,
+  handleWhen,
+  retry,
+  timeout,
+  wrap,
+} from 'cockatiel';
+import { z } from 'zod';
+
+export const paymentIntentStatuses = ['requires_payment', 'processing', 'succeeded', 'failed', 'canceled'] as const;
+export const refundStatuses = ['pending', 'succeeded', 'failed'] as const;
+
+export const paymentIntentSchema = z.object({
+  id: z.string().min(1),
+  status: z.enum(paymentIntentStatuses),
+  amount: z.number().int(),
+  currency: z.string(),
+  reference: z.string(),
+  checkoutUrl: z.string(),
+  providerTxnId: z.string().nullable().optional(),
+});
+export const refundSchema = z.object({
+  id: z.string().min(1),
+  status: z.enum(refundStatuses),
+  amount: z.number().int(),
+});
+const intentListSchema = z.object({ data: z.array(paymentIntentSchema) });
+
+export type PaymentIntent = z.infer<typeof paymentIntentSchema>;
+export type PaymentIntentStatus = PaymentIntent['status'];
+export type Refund = z.infer<typeof refundSchema>;
+export type RefundStatus = Refund['status'];
+
+export interface PspClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  /** Per attempt, covering connect, headers and body. */
+  timeoutMs?: number;
+  /** Extra attempts after the first, on unreachable outcomes only. */
+  retries?: number;
+  /** First backoff delay; later ones grow exponentially (with jitter). */
+  backoffInitialMs?: number;
+}
+
+/** Connection error, timeout, 5xx or an unreadable answer, after all retries: the outcome is unknown. */
+export class ProviderUnreachableError extends Error {
+  override name = 'ProviderUnreachableError';
+}
+
+/** The provider answered 4xx: retrying the same request will not help. */
+export class ProviderRejectedError extends Error {
+  override name = 'ProviderRejectedError';
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(`payment provider rejected the request with ${status}`);
+  }
+}
+
+class ServerError extends Error {
+  constructor(readonly status: number) {
+    super(`payment provider answered ${status}`);
+  }
+}
+
+// Not cockatiel's isTaskCancelledError: in 3.2.1 it tests the wrong marker and is always false.
+const isTimeout = (e: unknown) => e instanceof TaskCancelledError;
+const isTransient = (e: Error) =>
+  e instanceof ServerError || isTimeout(e) || e instanceof TypeError; // fetch: TypeError on network failure
+
+/** Retries (outer) around a per-attempt timeout (inner) that aborts the attempt's fetch. */
+function attemptPolicy(timeoutMs: number, retries: number, backoffInitialMs: number) {
+  return wrap(
+    retry(handleWhen(isTransient), {
+      maxAttempts: retries,
+      backoff: new ExponentialBackoff({ initialDelay: backoffInitialMs, maxDelay: 5_000 }),
+    }),
+    timeout(timeoutMs, TimeoutStrategy.Aggressive),
+  );
+}
+
+export class PspClient {
+  private readonly baseUrl: string;
+  private readonly apiKey: string;
+  private readonly policy: ReturnType<typeof attemptPolicy>;
+
+  constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100 }: PspClientOptions) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.apiKey = apiKey;
+    this.policy = attemptPolicy(timeoutMs, retries, backoffInitialMs);
+  }
+
+  createPaymentIntent(
+    input: { amount: number; currency: string; reference: string },
+    idempotencyKey: string,
+  ): Promise<PaymentIntent> {
+    return this.request('POST', '/v1/payment_intents', paymentIntentSchema, input, idempotencyKey);
+  }
+
+  getPaymentIntent(id: string): Promise<PaymentIntent> {
+    return this.request('GET', `/v1/payment_intents/${encodeURIComponent(id)}`, paymentIntentSchema);
+  }
+
+  async listPaymentIntents(reference: string): Promise<PaymentIntent[]> {
+    const path = `/v1/payment_intents?reference=${encodeURIComponent(reference)}`;
+    return (await this.request('GET', path, intentListSchema)).data;
+  }
+
+  createRefund(
+    input: { paymentIntentId: string; amount: number; reference: string },
+    idempotencyKey: string,
+  ): Promise<Refund> {
+    return this.request('POST', '/v1/refunds', refundSchema, input, idempotencyKey);
+  }
+
+  private async request<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    schema: z.ZodType<T, z.ZodTypeDef, unknown>,
+    body?: unknown,
+    idempotencyKey?: string,
+  ): Promise<T> {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    // Every retry reuses the key: that is what makes retrying a POST safe.
+    if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+
+    let answer: { status: number; text: string };
+    try {
+      answer = await this.policy.execute(async ({ signal }) => {
+        const res = await fetch(this.baseUrl + path, { method, headers, body: payload, signal });
+        const text = await res.text(); // inside the timeout: a stalled body is a timeout too
+        if (res.status >= 500) throw new ServerError(res.status);
+        return { status: res.status, text };
+      });
+    } catch (e) {
+      const reason = isTimeout(e) ? 'timed out' : e instanceof Error ? e.message : String(e);
+      throw new ProviderUnreachableError(`payment provider unreachable: ${method} ${path}: ${reason}`, { cause: e });
+    }
+
+    if (answer.status >= 400) throw new ProviderRejectedError(answer.status, parseJsonOr(answer.text));
+    // An unreadable 2xx leaves the outcome unknown, like a timeout; retrying with the same key is safe.
+    const parsed = schema.safeParse(parseJsonOr(answer.text));
+    if (!parsed.success) {
+      throw new ProviderUnreachableError(`payment provider sent an invalid answer: ${method} ${path}`, {
+        cause: parsed.error,
+      });
+    }
+    return parsed.data;
+  }
+}
+
+function parseJsonOr(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,70 @@
+import type { Deps } from './deps.js';
+import { deferExpiryCheck, findBooking, transition } from '../db/bookings.js';
+import { writeEvent } from '../events/outbox.js';
+import { applyInventoryEffect } from './inventory-effects.js';
+import { confirmFromProvider } from './payments.js';
+import { ProviderUnreachableError } from '../psp/client.js';
+
+export type ExpiryOutcome =
+  | { kind: 'not_hold' }
+  | { kind: 'not_due'; checkAt: Date }
+  | { kind: 'kept'; checkAt: Date; why: 'processing' | 'unreachable' }
+  | { kind: 'confirmed' | 'refunded' | 'duplicate' | 'unknown_booking' }
+  | { kind: 'expired' }
+  | { kind: 'lost_race' };
+
+/** Re-check delay while a payment may be in flight: grows with the time past expiry, 1 s to 30 s. */
+export function recheckDelayMs(msPastExpiry: number): number {
+  return Math.min(30_000, Math.max(1_000, Math.floor(msPastExpiry / 2)));
+}
+
+/**
+ * Expires a due HOLD unless a payment may be in flight. When the customer asked to pay, the provider is
+ * asked first: `succeeded` confirms through the webhook's code path, `processing` or no answer keeps the
+ * hold (re-checked with backoff) for up to PAYMENT_GRACE_S past holdExpiresAt.
+ */
+export async function processExpiry(deps: Deps, bookingId: number): Promise<ExpiryOutcome> {
+  const b = await findBooking(deps.db, bookingId);
+  if (!b || b.status !== 'HOLD') return { kind: 'not_hold' };
+  const now = deps.clock.now();
+  const checkAt = new Date(b.nextExpiryCheckAt ?? b.holdExpiresAt!);
+  if (now < checkAt) return { kind: 'not_due', checkAt };
+
+  if (b.payRequestedAt) {
+    let keep: 'processing' | 'unreachable' | null = null;
+    try {
+      const intents = await deps.psp.listPaymentIntents(String(b.id));
+      const paid = intents.find((i) => i.status === 'succeeded');
+      if (paid) {
+        const outcome = await confirmFromProvider(deps, {
+          reference: String(b.id), paymentIntentId: paid.id, amount: paid.amount, currency: paid.currency,
+          providerTxnId: paid.providerTxnId ?? `intent:${paid.id}`,
+        });
+        // A duplicate means the webhook recorded this very payment first and has already decided.
+        return { kind: outcome };
+      }
+      if (intents.some((i) => i.status === 'processing')) keep = 'processing';
+    } catch (e) {
+      if (!(e instanceof ProviderUnreachableError)) throw e;
+      keep = 'unreachable';
+    }
+    const deadline = new Date(b.holdExpiresAt!).getTime() + deps.config.PAYMENT_GRACE_S * 1000;
+    if (keep && now.getTime() < deadline) {
+      const next = new Date(Math.min(deadline, now.getTime() + recheckDelayMs(now.getTime() - new Date(b.holdExpiresAt!).getTime())));
+      await deferExpiryCheck(deps.db, b.id, next);
+      return { kind: 'kept', checkAt: next, why: keep };
+    }
+  }
+
+  return deps.db.transaction(async (tx) => {
+    const locked = await findBooking(tx, b.id, { forUpdate: true });
+    if (!locked || locked.status !== 'HOLD' || locked.version !== b.version) return { kind: 'lost_race' as const };
+    await transition(tx, locked, 'EXPIRED');
+    await applyInventoryEffect(tx, locked, 'HOLD', 'EXPIRED', 'system:expiry');
+    await writeEvent(tx, {
+      type: 'booking.expired', key: locked.id, occurredAt: now,
+      data: { bookingId: locked.id, customerId: locked.customerId, kind: locked.kind },
+    });
+    return { kind: 'expired' as const };
+  });
+}

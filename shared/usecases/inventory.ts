@@ -1,0 +1,66 @@
+import { CheckIntegrityConstraintViolationError } from 'slonik';
+import type { Deps } from './deps.js';
+import type { Actor } from '../domain/actor.js';
+import { describeActor } from '../domain/actor.js';
+import { DomainError, notFound, validation } from '../domain/errors.js';
+import { findRoomType } from '../db/hotels.js';
+import { attributeChanges, listLedger, listNights, lockNights, setSellable } from '../db/inventory.js';
+import { writeEvent } from '../events/outbox.js';
+import { requireOperator } from './catalogue.js';
+import { nightsBetween } from './bookings.js';
+
+const MAX_RANGE_NIGHTS = 366;
+
+function checkRange(from: string, to: string) {
+  const n = nightsBetween(from, to);
+  if (n < 1) throw validation('to', 'to must be after from');
+  if (n > MAX_RANGE_NIGHTS) throw validation('to', `a range spans at most ${MAX_RANGE_NIGHTS} nights`);
+}
+
+async function roomTypeFor(deps: Deps, actor: Actor, id: number) {
+  requireOperator(actor);
+  const rt = await findRoomType(deps.db, id);
+  if (!rt) throw notFound('room type');
+  return rt;
+}
+
+/** Sets sellable on every night of [from, to) or on none: refused when it would drop below held + confirmed. */
+export async function adjustInventory(
+  deps: Deps,
+  actor: Actor,
+  roomTypeId: number,
+  q: { from: string; to: string; sellable: number; reason: string },
+) {
+  checkRange(q.from, q.to);
+  await roomTypeFor(deps, actor, roomTypeId);
+  try {
+    return await deps.db.transaction(async (tx) => {
+      await lockNights(tx, roomTypeId, q.from, q.to);
+      await attributeChanges(tx, { actor: describeActor(actor), reason: q.reason, bookingId: null });
+      await setSellable(tx, roomTypeId, q.from, q.to, q.sellable);
+      const nights = await listNights(tx, roomTypeId, q.from, q.to);
+      await writeEvent(tx, {
+        type: 'inventory.adjusted', key: roomTypeId, occurredAt: deps.clock.now(),
+        data: { roomTypeId, from: q.from, to: q.to, sellable: q.sellable, reason: q.reason, actor: describeActor(actor) },
+      });
+      return { nights };
+    });
+  } catch (e) {
+    if (e instanceof CheckIntegrityConstraintViolationError) {
+      throw new DomainError('INVENTORY_BELOW_COMMITTED', 'sellable would drop below held + confirmed on some night');
+    }
+    throw e;
+  }
+}
+
+export async function getInventory(deps: Deps, actor: Actor, roomTypeId: number, q: { from: string; to: string }) {
+  checkRange(q.from, q.to);
+  await roomTypeFor(deps, actor, roomTypeId);
+  return { nights: await listNights(deps.db, roomTypeId, q.from, q.to) };
+}
+
+export async function getInventoryAudit(deps: Deps, actor: Actor, roomTypeId: number, q: { from: string; to: string }) {
+  checkRange(q.from, q.to);
+  await roomTypeFor(deps, actor, roomTypeId);
+  return { entries: await listLedger(deps.db, roomTypeId, q.from, q.to) };
+}

@@ -1,0 +1,125 @@
+import type { Deps } from './deps.js';
+import type { Actor } from '../domain/actor.js';
+import { DomainError, invalidState, notFound } from '../domain/errors.js';
+import { findBooking, markPayRequested, savePaymentIntent, transition } from '../db/bookings.js';
+import { insertPayment, recordWebhookEvent } from '../db/payments.js';
+import { findRefundForWebhook } from '../db/refunds.js';
+import { writeEvent } from '../events/outbox.js';
+import { applyInventoryEffect } from './inventory-effects.js';
+import { requestRefund } from './bookings.js';
+import { settleRefundOnce } from './refunds.js';
+import { isOwner } from './access.js';
+import { ProviderUnreachableError } from '../psp/client.js';
+import type { CommonQueryMethods } from '../db/pool.js';
+
+/** Creates (first call) or reuses (provider idempotency key deposit-{id}) the deposit intent; returns the checkout URL. */
+export async function startPayment(deps: Deps, actor: Actor, id: number): Promise<string> {
+  const b = await findBooking(deps.db, id);
+  if (!b || !isOwner(actor, b)) throw notFound('booking');
+  if (b.status !== 'HOLD') throw invalidState(b.status, 'pay');
+  // From here on the payment state is "unknown" until the provider says otherwise: expiry asks it first.
+  await markPayRequested(deps.db, b.id, deps.clock.now());
+  try {
+    const intent = await deps.psp.createPaymentIntent(
+      { amount: b.depositAmount, currency: b.currency, reference: String(b.id) },
+      `deposit-${b.id}`,
+    );
+    await savePaymentIntent(deps.db, b.id, intent.id);
+    return intent.checkoutUrl;
+  } catch (e) {
+    if (e instanceof ProviderUnreachableError) {
+      throw new DomainError('UNAVAILABLE', 'the payment provider did not answer; try again');
+    }
+    throw e;
+  }
+}
+
+export interface PaymentSuccess {
+  reference: string;
+  paymentIntentId: string;
+  providerTxnId: string;
+  amount: number;
+  currency: string;
+}
+
+export type PaymentOutcome = 'confirmed' | 'refunded' | 'duplicate' | 'unknown_booking';
+
+const bookingIdOf = (reference: string): number | null => (/^[1-9]\d{0,15}$/.test(reference) ? Number(reference) : null);
+
+/**
+ * Applies a provider success once per providerTxnId, in the caller's transaction. A success for a HOLD
+ * with the exact deposit confirms it; any other success is refunded in full. The booking row is locked,
+ * so this and the expiry (same lock, version CAS) are serialised: exactly one of them wins.
+ */
+export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Deps, 'clock'>, p: PaymentSuccess): Promise<PaymentOutcome> {
+  const id = bookingIdOf(p.reference);
+  const b = id === null ? null : await findBooking(tx, id, { forUpdate: true });
+  if (!b) return 'unknown_booking';
+  const confirms = b.status === 'HOLD' && p.amount === b.depositAmount && p.currency === b.currency;
+  const paymentId = await insertPayment(tx, {
+    bookingId: b.id, providerTxnId: p.providerTxnId, paymentIntentId: p.paymentIntentId,
+    amount: p.amount, currency: p.currency, outcome: confirms ? 'CONFIRMED' : 'REFUNDED',
+  });
+  if (paymentId === null) return 'duplicate';
+  const now = deps.clock.now();
+  if (confirms) {
+    await transition(tx, b, 'CONFIRMED');
+    await applyInventoryEffect(tx, b, 'HOLD', 'CONFIRMED', 'system:payment');
+    await writeEvent(tx, {
+      type: 'booking.confirmed', key: b.id, occurredAt: now,
+      data: { bookingId: b.id, customerId: b.customerId, paymentId, amount: p.amount, currency: p.currency },
+    });
+    return 'confirmed';
+  }
+  const reason = b.status !== 'HOLD' ? `payment for ${b.status} booking` : 'amount does not match the deposit';
+  await requestRefund(tx, now, {
+    bookingId: b.id, paymentId, paymentIntentId: p.paymentIntentId, amount: p.amount, currency: p.currency, reason,
+  });
+  return 'refunded';
+}
+
+export interface WebhookEvent {
+  id: string;
+  type: string;
+  created: number;
+  data: {
+    paymentIntentId: string;
+    reference: string;
+    amount: number;
+    currency: string;
+    providerTxnId: string | null;
+    refundId?: string | null;
+  };
+}
+
+/** Applies a verified provider event once per event id; its effect is committed before this returns. */
+export async function handleWebhook(deps: Deps, event: WebhookEvent): Promise<string> {
+  return deps.db.transaction(async (tx) => {
+    if (!(await recordWebhookEvent(tx, event.id, event.type, event))) return 'duplicate_event';
+    const d = event.data;
+    switch (event.type) {
+      case 'payment_intent.succeeded':
+        return applyPaymentSuccess(tx, deps, {
+          reference: d.reference, paymentIntentId: d.paymentIntentId, amount: d.amount, currency: d.currency,
+          providerTxnId: d.providerTxnId ?? `intent:${d.paymentIntentId}`,
+        });
+      case 'refund.succeeded':
+      case 'refund.failed': {
+        const refund = await findRefundForWebhook(tx, {
+          providerRefundId: d.refundId ?? null, bookingId: bookingIdOf(d.reference), paymentIntentId: d.paymentIntentId, amount: d.amount,
+        });
+        if (!refund) return 'unknown_refund';
+        const settled = await settleRefundOnce(tx, deps, refund, event.type === 'refund.succeeded' ? 'SUCCEEDED' : 'FAILED', d.refundId ?? null);
+        return settled ? 'refund_settled' : 'refund_already_settled';
+      }
+      default:
+        return 'ignored';
+    }
+  });
+}
+
+/** Expiry-side confirmation: a `succeeded` intent found by asking the provider, through the webhook's code path. */
+export async function confirmFromProvider(deps: Deps, p: PaymentSuccess): Promise<PaymentOutcome> {
+  return deps.db.transaction((tx) => applyPaymentSuccess(tx, deps, p));
+}
+
