@@ -7,7 +7,7 @@ import { registerOpsGauges } from './ops-gauges.js';
 
 const config = parseConfig();
 const deps = await createDeps(config);
-const redis = requestRedis(config.REDIS_URL);
+const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
 redis.on('error', () => {});
 const metrics = createMetrics();
 const closeGauges = registerOpsGauges(metrics, deps.db, config);

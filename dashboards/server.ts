@@ -25,7 +25,7 @@ export function basicAuth(user: string, password: string): Koa.Middleware {
 }
 
 export async function createDashboard(config: ReturnType<typeof parseConfig>) {
-  const queues = QUEUE_NAMES.map((name) => new Queue(name, { connection: queueConnection(config.REDIS_URL) }));
+  const queues = QUEUE_NAMES.map((name) => new Queue(name, { connection: queueConnection(config.REDIS_URL), prefix: config.QUEUE_PREFIX }));
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath('/admin/queues');
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });

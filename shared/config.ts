@@ -26,6 +26,9 @@ const schema = z.object({
   DASHBOARD_USER: z.string().default('admin'),
   DASHBOARD_PASSWORD: z.string().default('admin'),
   NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
+  // Not in the contract: namespaces for sharing one Redis between deployments (and test runs).
+  QUEUE_PREFIX: z.string().regex(/^[\w-]+$/).default('bull'),
+  REDIS_KEY_PREFIX: z.string().default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

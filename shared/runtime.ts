@@ -7,8 +7,9 @@ import type { Config } from './config.js';
 import type { Deps } from './usecases/deps.js';
 
 /** Request-path Redis: fail fast instead of queueing, so callers can fail open. */
-export function requestRedis(url: string): Redis {
-  return new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1000, connectTimeout: 2000 });
+export function requestRedis(url: string, keyPrefix = ''): Redis {
+  return new Redis(url, {
+    keyPrefix, maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1000, connectTimeout: 2000 });
 }
 
 /** BullMQ wants blocking connections that retry forever. */

@@ -29,15 +29,15 @@ export type Queues = Record<string, Queue>;
 export function openQueues(config: Config, definitions: readonly AnyWorkerDefinition[]): Queues {
   const connection = queueConnection(config.REDIS_URL);
   return Object.fromEntries(
-    definitions.map((d) => [d.queue, new Queue(d.queue, { connection, defaultJobOptions: d.defaultJobOptions })]),
+    definitions.map((d) => [d.queue, new Queue(d.queue, { connection, prefix: config.QUEUE_PREFIX, defaultJobOptions: d.defaultJobOptions })]),
   );
 }
 
-export function startWorker<S extends ZodTypeAny>(def: WorkerDefinition<S>, deps: WorkerDeps, connectionUrl: string): Worker {
+export function startWorker<S extends ZodTypeAny>(def: WorkerDefinition<S>, deps: WorkerDeps): Worker {
   const worker = new Worker(
     def.queue,
     async (job) => def.processor(deps, def.payload.parse(job.data), job),
-    { connection: queueConnection(connectionUrl), concurrency: def.concurrency, settings: def.settings },
+    { connection: queueConnection(deps.config.REDIS_URL), prefix: deps.config.QUEUE_PREFIX, concurrency: def.concurrency, settings: def.settings },
   );
   worker.on('failed', (job, err) => logger.warn({ queue: def.queue, jobId: job?.id, attempts: job?.attemptsMade, err: err.message }, 'job failed'));
   worker.on('error', (err) => logger.error({ queue: def.queue, err: err.message }, 'worker error'));
@@ -54,7 +54,7 @@ export async function runWorkerProcess(
 ): Promise<void> {
   const config = parseConfig();
   const deps: WorkerDeps = { ...(await createDeps(config)), queues: openQueues(config, all) };
-  const worker = startWorker(def, deps, config.REDIS_URL);
+  const worker = startWorker(def, deps);
   await onStart?.(deps);
   logger.info({ queue: def.queue }, 'worker started');
   onShutdown(async () => {

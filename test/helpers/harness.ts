@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import type { Worker } from 'bullmq';
+import { parseConfig, type Config } from '../../shared/config.js';
+import { migrate } from '../../shared/db/migrate.js';
+import { createDeps, requestRedis } from '../../shared/runtime.js';
+import type { Clock } from '../../shared/domain/clock.js';
+import { createApp } from '../../api/app.js';
+import { createMetrics } from '../../api/metrics.js';
+import { createPspSandbox, type PspSandbox } from '../../workers/psp-sandbox/app.js';
+import { openQueues, startWorker, type AnyWorkerDefinition, type Queues, type WorkerDeps } from '../../workers/runner.js';
+import { expiryWorker, startSweeper, EXPIRY_QUEUE } from '../../workers/expiry.js';
+import { refundsWorker } from '../../workers/refunds.js';
+import { notificationsWorker } from '../../workers/notifications.js';
+import { dispatcherQueues, startDispatcher } from '../../workers/dispatcher.js';
+import { webhookNotificationProvider } from '../../shared/usecases/notifications.js';
+import { client, token, type Client } from './http.js';
+
+export const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/postgres';
+
+export interface HarnessOptions {
+  env?: Record<string, string>;
+  /** Runs the expiry, refund and notification workers and the outbox dispatcher in this process. */
+  workers?: boolean;
+  clock?: Clock;
+}
+
+export interface Harness {
+  config: Config;
+  baseUrl: string;
+  req: Client;
+  token: (sub: number, role: 'customer' | 'host' | 'operator') => string;
+  deps: WorkerDeps;
+  psp: PspSandbox;
+  queues: Queues;
+  sql: (text: string, params?: unknown[]) => Promise<pg.QueryResult>;
+  close: () => Promise<void>;
+}
+
+export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
+  const id = randomUUID().replace(/-/g, '').slice(0, 12);
+  const databaseUrl = `postgres://postgres@127.0.0.1:5432/test_${id}`;
+  await migrate(databaseUrl);
+  const secrets = { JWT_SECRET: `jwt-${id}`, PAYMENT_WEBHOOK_SECRET: `wh-${id}` };
+  const psp = createPspSandbox({ apiKey: 'test-key', webhookSecret: secrets.PAYMENT_WEBHOOK_SECRET, webhookUrl: 'http://127.0.0.1:1/unset', webhookBackoffMs: 50 });
+  const { url: pspUrl, server: pspServer } = await psp.listen(0);
+  const config = parseConfig({
+    DATABASE_URL: databaseUrl, REDIS_URL: 'redis://127.0.0.1:6379/5', PSP_URL: pspUrl, PSP_API_KEY: 'test-key',
+    QUEUE_PREFIX: `t${id}`, REDIS_KEY_PREFIX: `t${id}:`, SEARCH_CACHE_TTL_S: '0', LOG_LEVEL: 'silent',
+    ...secrets, ...opts.env,
+  });
+  const base = await createDeps(config, { clock: opts.clock });
+  const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  redis.on('error', () => {});
+  const queues = opts.workers ? openQueues(config, dispatcherQueues) : {};
+  const deps: WorkerDeps = { ...base, queues };
+  const app = createApp({ ...base, redis, metrics: createMetrics() });
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  psp.settings.webhookUrl = `${baseUrl}/payments/webhook`;
+
+  const workers: Worker[] = [];
+  let dispatcher: { stop(): Promise<void> } | null = null;
+  if (opts.workers) {
+    const defs: AnyWorkerDefinition[] = [expiryWorker, refundsWorker, notificationsWorker(webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL))];
+    for (const def of defs) {
+      workers.push(startWorker(def, deps));
+    }
+    await startSweeper(queues[EXPIRY_QUEUE]!);
+    dispatcher = startDispatcher(base.db, databaseUrl, queues);
+  }
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+
+  return {
+    config, baseUrl, req: client(baseUrl), deps, psp, queues,
+    token: (sub, role) => token(config.JWT_SECRET, { sub: String(sub), role }),
+    sql: (text, params) => pool.query(text, params as unknown[]),
+    async close() {
+      await dispatcher?.stop();
+      await Promise.all(workers.map((w) => w.close()));
+      for (const q of Object.values(queues)) {
+        await q.obliterate({ force: true }).catch(() => {});
+        await q.close();
+      }
+      await new Promise<void>((r) => server.close(() => r()));
+      server.closeAllConnections?.();
+      await psp.close();
+      pspServer.close();
+      redis.disconnect();
+      await pool.end();
+      await base.db.end();
+      const admin = new pg.Client({ connectionString: ADMIN_DB });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS test_${id} WITH (FORCE)`).catch(() => {});
+      await admin.end();
+    },
+  };
+}
