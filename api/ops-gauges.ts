@@ -17,6 +17,7 @@ const settle = <T>(p: Promise<T>) =>
 /** Queue depths and outbox lag, read when Prometheus scrapes (never on the request path). */
 export function registerOpsGauges(metrics: Metrics, db: DatabasePool, config: Config): () => Promise<void> {
   const queues = QUEUE_NAMES.map((name) => new Queue(name, { connection: queueConnection(config.REDIS_URL), prefix: config.QUEUE_PREFIX }));
+  for (const q of queues) q.on('error', () => {}); // a Redis outage shows as missing gauges, not a crash
   const registers = [metrics.registry];
   new Gauge({
     name: 'queue_depth', help: 'Jobs per queue and state', labelNames: ['queue', 'state'], registers,

@@ -9,6 +9,7 @@ import { createDeps, requestRedis } from '../../shared/runtime.js';
 import type { Clock } from '../../shared/domain/clock.js';
 import { createApp } from '../../api/app.js';
 import { createMetrics } from '../../api/metrics.js';
+import { registerOpsGauges } from '../../api/ops-gauges.js';
 import { createPspSandbox, type PspSandbox } from '../../workers/psp-sandbox/app.js';
 import { openQueues, startWorker, type AnyWorkerDefinition, type Queues, type WorkerDeps } from '../../workers/runner.js';
 import { expiryWorker, startSweeper, EXPIRY_QUEUE } from '../../workers/expiry.js';
@@ -56,7 +57,9 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   redis.on('error', () => {});
   const queues = opts.workers ? openQueues(config, dispatcherQueues) : {};
   const deps: WorkerDeps = { ...base, queues };
-  const app = createApp({ ...base, redis, metrics: createMetrics() });
+  const metrics = createMetrics();
+  const closeGauges = registerOpsGauges(metrics, base.db, config);
+  const app = createApp({ ...base, redis, metrics });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -91,6 +94,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       await psp.close();
       pspServer.close();
       redis.disconnect();
+      await closeGauges();
       await pool.end();
       await base.db.end();
       const admin = new pg.Client({ connectionString: ADMIN_DB });

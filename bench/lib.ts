@@ -1,0 +1,187 @@
+/**
+ * Shared bits of the bench scripts: fresh databases, JWTs, env knobs, percentiles and printing.
+ * Benches are not tests: they print figures and PASS/MISS against the targets, and always exit 0
+ * unless something broke (set BENCH_STRICT=1 to exit 1 on a MISS).
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import net from 'node:net';
+import os from 'node:os';
+import pg from 'pg';
+import { migrate } from '../shared/db/migrate.js';
+
+export const PG_BASE = process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432';
+export const ADMIN_DB = `${PG_BASE}/postgres`;
+
+// ---------------------------------------------------------------- env
+
+export function envInt(name: string, def: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return def;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new Error(`${name} must be a number (got ${JSON.stringify(raw)})`);
+  return n;
+}
+
+export function envStr(name: string, def: string): string {
+  const raw = process.env[name];
+  return raw === undefined || raw === '' ? def : raw;
+}
+
+export function envBool(name: string, def: boolean): boolean {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return def;
+  return !['0', 'false', 'no', 'off'].includes(raw.toLowerCase());
+}
+
+/** A short unique tag for database names, queue/key/topic prefixes. */
+export function runTag(): string {
+  return `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------- databases
+
+export interface FreshDb {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+/** Creates `bench_<tag>` and applies every migration (the same `migrate(url)` the harness uses). */
+export async function freshDb(tag = runTag()): Promise<FreshDb> {
+  const name = `bench_${tag}`.toLowerCase();
+  const url = `${PG_BASE}/${name}`;
+  await migrate(url);
+  let dropped = false;
+  return {
+    name,
+    url,
+    async drop() {
+      if (dropped || envBool('KEEP_DB', false)) return;
+      dropped = true;
+      const admin = new pg.Client({ connectionString: ADMIN_DB });
+      await admin.connect();
+      try {
+        await admin.query(`DROP DATABASE IF EXISTS ${pg.escapeIdentifier(name)} WITH (FORCE)`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
+}
+
+/** Runs cleanups once on normal exit paths and on SIGINT/SIGTERM (Ctrl-C mid-run still drops the DB). */
+export function cleanupOnSignal(cleanup: () => Promise<void>): () => Promise<void> {
+  let done: Promise<void> | null = null;
+  const once = () => (done ??= cleanup().catch((e) => console.error('cleanup failed:', e)));
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      console.error(`\n${sig}: cleaning up`);
+      void once().then(() => process.exit(130));
+    });
+  }
+  return once;
+}
+
+// ---------------------------------------------------------------- auth
+
+const b64url = (s: string | Buffer) => Buffer.from(s).toString('base64url');
+const JWT_HEADER = b64url(JSON.stringify({ alg: 'HS256', typ: 'JWT' }));
+
+/** HS256 JWT signed with node:crypto, independent of the code under test. */
+export function signJwt(secret: string, claims: Record<string, unknown>, expiresInS = 3600): string {
+  const now = Math.floor(Date.now() / 1000);
+  const payload = b64url(JSON.stringify({ iat: now, exp: now + expiresInS, ...claims }));
+  const sig = createHmac('sha256', secret).update(`${JWT_HEADER}.${payload}`).digest('base64url');
+  return `${JWT_HEADER}.${payload}.${sig}`;
+}
+
+// ---------------------------------------------------------------- misc
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// ---------------------------------------------------------------- statistics
+
+/** Nearest-rank percentile (p in 0..100) of an ascending-sorted array; NaN when empty. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))]!;
+}
+
+export interface Summary {
+  n: number;
+  min: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+}
+
+export function summarize(values: ArrayLike<number>): Summary {
+  const a = Float64Array.from(values as ArrayLike<number>).sort();
+  let sum = 0;
+  for (const v of a) sum += v;
+  return {
+    n: a.length,
+    min: a.length ? a[0]! : NaN,
+    p50: percentile(a, 50),
+    p90: percentile(a, 90),
+    p99: percentile(a, 99),
+    max: a.length ? a[a.length - 1]! : NaN,
+    mean: a.length ? sum / a.length : NaN,
+  };
+}
+
+// ---------------------------------------------------------------- printing
+
+export function fmt(v: number | string | null | undefined, digits = 1): string {
+  if (v === null || v === undefined) return '-';
+  if (typeof v === 'string') return v;
+  if (!Number.isFinite(v)) return '-';
+  return Number.isInteger(v) && Math.abs(v) >= 1000 ? v.toLocaleString('en-US') : v.toFixed(digits);
+}
+
+/** Prints rows as an aligned text table; the first row is the header. */
+export function printTable(title: string, rows: (string | number | null | undefined)[][]): void {
+  const cells = rows.map((r) => r.map((c) => (typeof c === 'number' ? fmt(c) : (c ?? '-'))));
+  const widths = cells[0]!.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  console.log(`\n== ${title}`);
+  console.log(line(cells[0]!));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+const verdicts: { label: string; pass: boolean }[] = [];
+
+/** "PASS (x ≤ target)" / "MISS (...)"; remembered for the final verdict line. */
+export function verdict(label: string, value: number, op: '<=' | '>=', target: number, unit = ''): string {
+  const pass = Number.isFinite(value) && (op === '<=' ? value <= target : value >= target);
+  verdicts.push({ label, pass });
+  return `${pass ? 'PASS' : 'MISS'} (${label} ${fmt(value, 2)}${unit} ${op === '<=' ? '≤' : '≥'} ${fmt(target, 2)}${unit})`;
+}
+
+export function finalVerdict(): void {
+  const missed = verdicts.filter((v) => !v.pass);
+  console.log(`\nverdict: ${missed.length === 0 ? 'all targets PASS' : `MISS on ${missed.map((m) => m.label).join(', ')}`}`);
+  if (missed.length && envBool('BENCH_STRICT', false)) process.exitCode = 1;
+}
+
+/** One line about the machine, so figures from a busy box are recognisable as such. */
+export function machineNote(): string {
+  const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
+  return `node ${process.version}, ${os.cpus().length} cpus, loadavg ${load}`;
+}

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest';
+import { parseConfig, ConfigError } from '../../shared/config.js';
+
+describe('config', () => {
+  it('applies the contract defaults', () => {
+    const c = parseConfig({});
+    expect(c.PORT).toBe(3000);
+    expect(c.HOLD_TTL_S).toBe(900);
+    expect(c.HOLD_RATE_LIMIT).toBe(3);
+    expect(c.PAYMENT_GRACE_S).toBe(600);
+    expect(c.pspUrl).toBe('http://127.0.0.1:4000');
+    expect(c.kafkaBrokers).toEqual([]);
+  });
+  it('treats empty PSP_URL and KAFKA_BROKERS as unset', () => {
+    const c = parseConfig({ PSP_URL: '', KAFKA_BROKERS: '', PSP_PORT: '4100' });
+    expect(c.PSP_URL).toBeUndefined();
+    expect(c.pspUrl).toBe('http://127.0.0.1:4100');
+    expect(parseConfig({ KAFKA_BROKERS: 'a:1, b:2' }).kafkaBrokers).toEqual(['a:1', 'b:2']);
+  });
+  it('fails fast naming the bad variable', () => {
+    expect(() => parseConfig({ HOLD_TTL_S: 'soon' })).toThrow(/HOLD_TTL_S/);
+    expect(() => parseConfig({ PORT: '-1' })).toThrow(ConfigError);
+  });
+  it('never echoes secret values', () => {
+    try {
+      parseConfig({ DATABASE_URL: 'not a url with secret-password' });
+      expect.unreachable();
+    } catch (e) {
+      expect(String(e)).toMatch(/DATABASE_URL/);
+      expect(String(e)).not.toMatch(/secret-password/);
+    }
+  });
+  it('requires real secrets in production', () => {
+    expect(() => parseConfig({ NODE_ENV: 'production', PAYMENT_WEBHOOK_SECRET: 'x' })).toThrow(/JWT_SECRET/);
+  });
+});
