@@ -13,4 +13,5 @@ export interface ApiState {
   actor?: Actor;
   rawBody?: string;
   body?: unknown;
+  bodyInvalid?: boolean;
 }

@@ -21,13 +21,19 @@ export const body: Middleware<ApiState> = async (ctx, next) => {
     throw new DomainError('VALIDATION', 'request body could not be read', { field: 'body' });
   }
   ctx.state.rawBody = raw;
-  if (raw.trim() === '') ctx.state.body = undefined;
-  else {
+  if (raw.trim() !== '') {
     try {
       ctx.state.body = JSON.parse(raw);
     } catch {
-      throw new DomainError('VALIDATION', 'request body is not valid JSON', { field: 'body' });
+      // Not thrown here: the webhook must check its signature before judging the body.
+      ctx.state.bodyInvalid = true;
     }
   }
   await next();
 };
+
+/** The parsed JSON body; 400 VALIDATION when it was not JSON. */
+export function jsonBody(state: ApiState): unknown {
+  if (state.bodyInvalid) throw new DomainError('VALIDATION', 'request body is not valid JSON', { field: 'body' });
+  return state.body;
+}

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { ApiDeps, ApiState } from '../context.js';
+import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { idempotent } from '../middleware/idempotency.js';
 import { HoldRateLimiter } from '../middleware/rate-limit.js';
@@ -29,10 +30,10 @@ export function bookingRoutes(deps: ApiDeps) {
 
   router.post('/bookings', auth, async (ctx) => {
     const actor = actorOf(ctx.state);
-    const input = holdInput(ctx.state.body);
+    const input = holdInput(jsonBody(ctx.state));
     const key = parse(idempotencyKey, ctx.get('idempotency-key') || undefined, 'header');
     if (actor.role !== 'customer') throw forbidden();
-    const answer = await idempotent(deps.db, actor.id, key, ctx.state.body, async () => {
+    const answer = await idempotent(deps.db, actor.id, key, jsonBody(ctx.state), async () => {
       const slot = await limiter.acquire(actor.id);
       try {
         const body = await holdBooking(deps, actor, input, { idempotencyKey: key });
@@ -60,7 +61,7 @@ export function bookingRoutes(deps: ApiDeps) {
   });
 
   router.post('/bookings/:id/cancel', auth, async (ctx) => {
-    const body = parse(cancel, ctx.state.body, 'body');
+    const body = parse(cancel, jsonBody(ctx.state), 'body');
     ctx.body = await cancelBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), body?.reason ?? null);
   });
 

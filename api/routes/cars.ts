@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { ApiDeps, ApiState } from '../context.js';
+import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { currency, id, instant, money, parse, queryInt, text } from '../validation.js';
 import { createCar } from '../../shared/usecases/catalogue.js';
@@ -29,7 +30,7 @@ const publicCar = ({ hostId: _h, turnaroundMinutes: _t, ...c }: CarRow) => c;
 export function carRoutes(deps: ApiDeps) {
   const router = new Router<ApiState>();
   router.post('/cars', authenticate(deps.config.JWT_SECRET), async (ctx) => {
-    const input = parse(newCar, ctx.state.body, 'body');
+    const input = parse(newCar, jsonBody(ctx.state), 'body');
     ctx.status = 201;
     ctx.body = await createCar(deps, actorOf(ctx.state), input);
   });

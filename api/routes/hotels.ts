@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { ApiDeps, ApiState } from '../context.js';
+import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { currency, isoDate, money, parse, pathId, queryInt, text } from '../validation.js';
 import { createHotel, createRoomType, requireOperator } from '../../shared/usecases/catalogue.js';
@@ -40,19 +41,19 @@ export function hotelRoutes(deps: ApiDeps) {
     ctx.body = { roomTypes };
   });
   router.post('/hotels', auth, async (ctx) => {
-    const input = parse(newHotel, ctx.state.body, 'body');
+    const input = parse(newHotel, jsonBody(ctx.state), 'body');
     ctx.status = 201;
     ctx.body = await createHotel(deps, actorOf(ctx.state), input);
   });
   router.post('/hotels/:hotelId/room-types', auth, async (ctx) => {
     const hotelId = pathId(ctx.params.hotelId, 'hotel');
-    const input = parse(newRoomType, ctx.state.body, 'body');
+    const input = parse(newRoomType, jsonBody(ctx.state), 'body');
     ctx.status = 201;
     ctx.body = await createRoomType(deps, actorOf(ctx.state), { ...input, hotelId });
   });
   router.put('/room-types/:id/inventory', auth, async (ctx) => {
     const roomTypeId = pathId(ctx.params.id, 'room type');
-    const input = parse(adjust, ctx.state.body, 'body');
+    const input = parse(adjust, jsonBody(ctx.state), 'body');
     ctx.body = await adjustInventory(deps, actorOf(ctx.state), roomTypeId, input);
   });
   router.get('/room-types/:id/inventory', auth, async (ctx) => {

@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { z } from 'zod';
 import type { ApiDeps, ApiState } from '../context.js';
+import { jsonBody } from '../middleware/body.js';
 import { parse } from '../validation.js';
 import { verifyWebhookSignature } from '../../shared/psp/signature.js';
 import { DomainError } from '../../shared/domain/errors.js';
@@ -30,7 +31,7 @@ export function paymentRoutes(deps: ApiDeps) {
     if (!verifyWebhookSignature(deps.config.PAYMENT_WEBHOOK_SECRET, ctx.get('psp-signature') || undefined, raw, now)) {
       throw new DomainError('INVALID_SIGNATURE', 'webhook signature missing, wrong, or outside 300 s');
     }
-    const e = parse(event, ctx.state.body, 'body');
+    const e = parse(event, jsonBody(ctx.state), 'body');
     const outcome = await handleWebhook(deps, { ...e, created: e.created ?? now });
     logger.info({ eventId: e.id, type: e.type, reference: e.data.reference, outcome }, 'webhook applied');
     ctx.body = { received: true };

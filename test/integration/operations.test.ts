@@ -1,0 +1,69 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../shared/db/migrate.js';
+import { parseConfig } from '../../shared/config.js';
+import { createDashboard } from '../../dashboards/server.js';
+import { ADMIN_DB, startHarness, type Harness } from '../helpers/harness.js';
+import { inHours } from '../helpers/http.js';
+
+describe('migrations', () => {
+  it('concurrent starts create the database once and apply each migration once', async () => {
+    const name = `test_mig_${randomUUID().slice(0, 8)}`;
+    const url = `postgres://postgres@127.0.0.1:5432/${name}`;
+    await Promise.all(Array.from({ length: 4 }, () => migrate(url)));
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const { rows } = await c.query('SELECT name, count(*)::int AS n FROM pgmigrations GROUP BY name');
+    await c.end();
+    expect(rows.length).toBeGreaterThanOrEqual(3);
+    expect(rows.every((r) => r.n === 1)).toBe(true);
+    const admin = new pg.Client({ connectionString: ADMIN_DB });
+    await admin.connect();
+    await admin.query(`DROP DATABASE ${name} WITH (FORCE)`);
+    await admin.end();
+  });
+});
+
+describe('dashboard', () => {
+  it('bull-board needs HTTP Basic credentials', async () => {
+    const config = parseConfig({ DASHBOARD_USER: 'ops', DASHBOARD_PASSWORD: 'pw', REDIS_URL: 'redis://127.0.0.1:6379/5', QUEUE_PREFIX: `d${Date.now()}` });
+    const { app, close } = await createDashboard(config);
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/queues`;
+    try {
+      expect((await fetch(base)).status).toBe(401);
+      expect((await fetch(base, { headers: { authorization: `Basic ${Buffer.from('ops:wrong').toString('base64')}` } })).status).toBe(401);
+      const ok = await fetch(base, { headers: { authorization: `Basic ${Buffer.from('ops:pw').toString('base64')}` } });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('<html');
+    } finally {
+      server.close();
+      await close();
+    }
+  });
+});
+
+describe('search cache', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ env: { SEARCH_CACHE_TTL_S: '30' } });
+  });
+  afterAll(async () => h?.close());
+
+  it('serves a cached answer within the TTL, while holds are still decided by the database', async () => {
+    const car = await h.req('POST', '/cars', { token: h.token(3, 'host'), body: { plate: 'C-1', model: 'M', city: 'DAD', dailyPrice: 5, depositAmount: 5 } });
+    const from = inHours(50), to = inHours(52);
+    const q = `/cars?city=DAD&from=${encodeURIComponent(from)}&to=${encodeURIComponent(to)}`;
+    expect((await h.req('GET', q)).json.cars.map((c: { id: number }) => c.id)).toEqual([car.json.id]);
+    expect((await h.req('POST', '/bookings', { token: h.token(7, 'customer'), body: { carId: car.json.id, from, to } })).status).toBe(201);
+    // Up to SEARCH_CACHE_TTL_S stale, as the contract allows …
+    expect((await h.req('GET', q)).json.cars).toHaveLength(1);
+    // … but the hold itself is refused by the constraint.
+    expect((await h.req('POST', '/bookings', { token: h.token(8, 'customer'), body: { carId: car.json.id, from, to } })).status).toBe(409);
+    const m = await h.req('GET', '/metrics');
+    expect(m.text).toMatch(/search_cache_total\{kind="cars",result="hit"\} 1/);
+  });
+});
