@@ -1,0 +1,478 @@
+/**
+ * POST /bookings (car holds) through the real API process vs the same INSERTs straight into PostgreSQL.
+ *
+ *   npm run bench:holds
+ *   DURATION_S=5 CARS=2000 npm run bench:holds        # quick smoke run
+ *
+ * Env (defaults): DURATION_S (15) per measured run, WARMUP_S (3), RATE (300) holds/s for the fixed-rate runs,
+ * RATE_CONNECTIONS (10) for autocannon's fixed-rate run, MAX_CONNECTIONS (32) for the max-throughput runs
+ * (API and raw), CARS (20000), PACED (1) also runs an open-loop paced generator at RATE,
+ * RAW_DRIVERS (slonik,pg; add slonik-noreset to see the cost of slonik's DISCARD ALL), RAW_POOL (20 = the
+ * API's slonik pool size), API_POOL_NOTE only informs, BUILD (auto|1|0), KEEP_DB (0), BENCH_STRICT (0).
+ *
+ * Targets (from the issue): at RATE holds/s p99 ≤ 50 ms; API max throughput ≥ 0.5 × raw max throughput.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createWriteStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { createPool } from 'slonik';
+import { createDb, type DatabasePool } from '../shared/db/pool.js';
+import { insertCarHold, type NewCarHold } from '../shared/db/bookings.js';
+import { writeEvent } from '../shared/events/outbox.js';
+import type { CommonQueryMethods } from '../shared/db/pool.js';
+import {
+  cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freePort, freshDb, machineNote, printTable,
+  runTag, signJwt, sleep, summarize, verdict, type Summary,
+} from './lib.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const DURATION_S = envInt('DURATION_S', 15);
+const WARMUP_S = envInt('WARMUP_S', 3);
+const RATE = envInt('RATE', 300);
+const RATE_CONNECTIONS = envInt('RATE_CONNECTIONS', 10);
+const MAX_CONNECTIONS = envInt('MAX_CONNECTIONS', 32);
+const CARS = envInt('CARS', 20_000);
+const PACED = envBool('PACED', true);
+const RAW_DRIVERS = envStr('RAW_DRIVERS', 'slonik,pg').split(',').map((s) => s.trim()).filter(Boolean);
+const RAW_POOL = envInt('RAW_POOL', 20);
+const BUILD = envStr('BUILD', 'auto');
+const REDIS_BASE = envStr('BENCH_REDIS_URL', 'redis://127.0.0.1:6379/7');
+const P99_TARGET_MS = 50;
+const RATIO_TARGET = 0.5;
+const DEPOSIT = 2_000_000;
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** A random car and a random period 1 day–1 year ahead, 1–72 h long: collisions stay rare. */
+function randomHold(): { carId: number; from: Date; to: Date } {
+  const start = Math.floor(Date.now() / HOUR) * HOUR + DAY + Math.floor(Math.random() * 364 * 24) * HOUR;
+  return {
+    carId: 1 + Math.floor(Math.random() * CARS),
+    from: new Date(start),
+    to: new Date(start + (1 + Math.floor(Math.random() * 72)) * HOUR),
+  };
+}
+
+// ---------------------------------------------------------------- build + API child
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) newest = Math.max(newest, newestMtime(p));
+    else if (e.name.endsWith('.ts')) newest = Math.max(newest, statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+function ensureBuild(): void {
+  const entry = path.join(ROOT, 'dist/api/server.js');
+  const built = existsSync(entry) ? statSync(entry).mtimeMs : 0;
+  const src = Math.max(...['api', 'shared', 'workers', 'scripts', 'dashboards'].map((d) => newestMtime(path.join(ROOT, d))));
+  const stale = built < src;
+  if (BUILD === '0' || (BUILD === 'auto' && !stale)) {
+    if (!built) throw new Error('dist/api/server.js is missing and BUILD=0');
+    console.log(`build: ${stale ? 'dist is OLDER than the sources (BUILD=0, using it anyway)' : 'dist is up to date'}`);
+    return;
+  }
+  console.log(`build: ${built ? 'dist is stale' : 'dist is missing'}; running npm run build ...`);
+  const r = spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) {
+    // tsc still emits on type errors (someone may be mid-edit): carry on when the entry point exists.
+    if (!existsSync(entry)) throw new Error('npm run build failed and dist/api/server.js is missing');
+    console.warn('build: npm run build reported errors; using the emitted dist anyway');
+  }
+}
+
+interface Api {
+  url: string;
+  child: ChildProcess;
+  logFile: string;
+  /** CPU seconds (user + system) the API process has used so far, from /proc. */
+  cpuSeconds(): number;
+  stop(): Promise<void>;
+}
+
+async function startApi(env: Record<string, string>, tag: string): Promise<Api> {
+  const port = await freePort();
+  const logFile = `/tmp/bench-holds-api-${tag}.log`;
+  const log = createWriteStream(logFile);
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/api/server.js')], {
+    cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  let exited = false;
+  child.on('exit', () => { exited = true; });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exited) throw new Error(`API exited during start; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    const ok = await fetch(`${url}/ready`).then((r) => r.status === 200, () => false);
+    if (ok) break;
+    if (Date.now() > deadline) throw new Error(`API not ready after 30 s; see ${logFile}`);
+    await sleep(200);
+  }
+  const ticks = 100; // USER_HZ on Linux
+  return {
+    url, child, logFile,
+    cpuSeconds() {
+      try {
+        const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        return (Number(f[11]) + Number(f[12])) / ticks;
+      } catch {
+        return NaN;
+      }
+    },
+    async stop() {
+      if (exited) return;
+      const gone = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await gone;
+      clearTimeout(t);
+    },
+  };
+}
+
+// ---------------------------------------------------------------- runs
+
+interface RunResult {
+  label: string;
+  durationS: number;
+  sent: number;
+  statuses: Map<string, number>;
+  latency: Summary;
+  /** API process CPU use during the run, in cores (1.0 = one core busy). */
+  apiCores?: number;
+  benchCores: number;
+  note?: string;
+}
+
+const holdsPerS = (r: RunResult) => (r.statuses.get('201') ?? 0) / r.durationS;
+
+function holdBody(): string {
+  const h = randomHold();
+  return JSON.stringify({ carId: h.carId, from: h.from.toISOString(), to: h.to.toISOString() });
+}
+
+let nextSub = 1_000_000;
+function customerToken(secret: string): string {
+  return signJwt(secret, { sub: String(nextSub++), role: 'customer' });
+}
+
+async function cannon(api: Api, secret: string, label: string, opts: { durationS: number; connections: number; overallRate?: number }): Promise<RunResult> {
+  const latencies: number[] = [];
+  const statuses = new Map<string, number>();
+  const cpu0 = api.cpuSeconds();
+  const bench0 = process.cpuUsage();
+  let finish!: (r: autocannon.Result) => void;
+  let fail!: (e: unknown) => void;
+  const done = new Promise<autocannon.Result>((resolve, reject) => { finish = resolve; fail = reject; });
+  const instance = autocannon({
+    url: `${api.url}/bookings`,
+    method: 'POST',
+    connections: opts.connections,
+    overallRate: opts.overallRate,
+    duration: opts.durationS,
+    timeout: 10,
+    // Our own histogram below is exact; autocannon's CO correction uses a 1 ms interval at these rates.
+    ignoreCoordinatedOmission: true,
+    requests: [{
+      setupRequest: (req) => ({
+        ...req,
+        headers: { ...req.headers, 'content-type': 'application/json', authorization: `Bearer ${customerToken(secret)}` },
+        body: holdBody(),
+      }),
+    }],
+  }, (err, result) => (err ? fail(err) : finish(result)));
+  instance.on('response', (_client, statusCode, _bytes, responseTime) => {
+    latencies.push(responseTime);
+    statuses.set(String(statusCode), (statuses.get(String(statusCode)) ?? 0) + 1);
+  });
+  const result = await done;
+  if (result.errors) statuses.set('conn-error', result.errors);
+  if (result.timeouts) statuses.set('timeout', result.timeouts);
+  const bench = process.cpuUsage(bench0);
+  return {
+    label, durationS: result.duration, sent: result.requests.sent, statuses, latency: summarize(latencies),
+    apiCores: (api.cpuSeconds() - cpu0) / result.duration, benchCores: (bench.user + bench.system) / 1e6 / result.duration,
+  };
+}
+
+/**
+ * Open-loop generator: request i is due at t0 + i/rate whatever happened before, latency is measured from
+ * that due time (no coordinated omission). autocannon's overallRate instead lets each connection fire its
+ * share of the second back to back and then sleep until the next second: bursts, not a steady 300/s.
+ */
+async function paced(api: Api, secret: string, label: string, rate: number, durationS: number): Promise<RunResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const { hostname, port } = new URL(api.url);
+  const latencies: number[] = [];
+  const statuses = new Map<string, number>();
+  const inflight = new Set<Promise<void>>();
+  const cpu0 = api.cpuSeconds();
+  const bench0 = process.cpuUsage();
+  const fire = (due: number) => {
+    const body = holdBody();
+    const p = new Promise<void>((resolve) => {
+      const req = http.request({
+        agent, hostname, port, method: 'POST', path: '/bookings', timeout: 10_000,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${customerToken(secret)}` },
+      }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          latencies.push(performance.now() - due);
+          statuses.set(String(res.statusCode), (statuses.get(String(res.statusCode)) ?? 0) + 1);
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        statuses.set('conn-error', (statuses.get('conn-error') ?? 0) + 1);
+        resolve();
+      });
+      req.end(body);
+    });
+    inflight.add(p);
+    void p.then(() => inflight.delete(p));
+  };
+  const interval = 1000 / rate;
+  const t0 = performance.now();
+  const end = t0 + durationS * 1000;
+  let sent = 0;
+  while (performance.now() < end) {
+    const now = performance.now();
+    while (t0 + sent * interval <= now && t0 + sent * interval < end) fire(t0 + sent++ * interval);
+    await new Promise((r) => setImmediate(r));
+    if (performance.now() - now < 0.5) await sleep(1);
+  }
+  await Promise.all(inflight);
+  const elapsed = (performance.now() - t0) / 1000;
+  agent.destroy();
+  const bench = process.cpuUsage(bench0);
+  return {
+    label, durationS: elapsed, sent, statuses, latency: summarize(latencies),
+    apiCores: (api.cpuSeconds() - cpu0) / elapsed, benchCores: (bench.user + bench.system) / 1e6 / elapsed,
+  };
+}
+
+// ---------------------------------------------------------------- raw (no HTTP)
+
+/** The SQL and values slonik would send for insertCarHold / writeEvent, captured without a database. */
+async function capture(fn: (db: CommonQueryMethods) => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
+  let q: { sql: string; values: readonly unknown[] } | undefined;
+  const grab = async (query: { sql: string; values: readonly unknown[] }) => {
+    q = query;
+    return { rows: [{ id: 1 }], rowCount: 1 };
+  };
+  const fake = { oneFirst: async (x: never) => { await grab(x); return 1; }, query: grab } as unknown as CommonQueryMethods;
+  await fn(fake);
+  return { text: q!.sql.replace(/\$slonik_(\d+)/g, '$$$1'), values: [...q!.values] };
+}
+
+function newHold(): NewCarHold {
+  const h = randomHold();
+  return {
+    customerId: nextSub++, carId: h.carId, from: h.from, to: h.to, depositAmount: DEPOSIT, currency: 'VND',
+    holdExpiresAt: new Date(Date.now() + 900_000),
+  };
+}
+const heldEvent = (id: number, h: NewCarHold) => ({
+  type: 'booking.held' as const, key: id, occurredAt: new Date(),
+  data: { bookingId: id, kind: 'car', customerId: h.customerId, carId: h.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString(), depositAmount: DEPOSIT, currency: 'VND' },
+});
+
+type OneHold = () => Promise<void>;
+
+/** `concurrency` loops each doing one hold transaction after the other, for durationS. */
+async function rawLoop(label: string, one: OneHold, concurrency: number, durationS: number, note: string): Promise<RunResult> {
+  const latencies: number[] = [];
+  const statuses = new Map<string, number>();
+  const bench0 = process.cpuUsage();
+  const t0 = performance.now();
+  const end = t0 + durationS * 1000;
+  let sent = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (performance.now() < end) {
+      const s = performance.now();
+      sent++;
+      let code = 'ok';
+      try {
+        await one();
+      } catch (e) {
+        const c = (e as { code?: string; cause?: { code?: string } });
+        code = /exclusion/i.test(String((e as Error).name) + String((e as Error).message)) || c.code === '23P01' || c.cause?.code === '23P01'
+          ? 'conflict(23P01)' : `error:${c.code ?? c.cause?.code ?? (e as Error).name}`;
+      }
+      latencies.push(performance.now() - s);
+      statuses.set(code === 'ok' ? '201' : code, (statuses.get(code === 'ok' ? '201' : code) ?? 0) + 1);
+    }
+  }));
+  const elapsed = (performance.now() - t0) / 1000;
+  const bench = process.cpuUsage(bench0);
+  return { label, durationS: elapsed, sent, statuses, latency: summarize(latencies), benchCores: (bench.user + bench.system) / 1e6 / elapsed, note };
+}
+
+function slonikHold(db: DatabasePool): OneHold {
+  return async () => {
+    const h = newHold();
+    await db.transaction(async (tx) => {
+      const id = await insertCarHold(tx, h);
+      await writeEvent(tx, heldEvent(id, h));
+    });
+  };
+}
+
+function pgHold(pool: pg.Pool): OneHold {
+  return async () => {
+    const h = newHold();
+    const ins = await capture((db) => insertCarHold(db, h));
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<{ id: string }>(ins.text, ins.values);
+      const ev = await capture((db) => writeEvent(db, heldEvent(Number(rows[0]!.id), h)));
+      await client.query(ev.text, ev.values);
+      await client.query('COMMIT');
+    } catch (e) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw e;
+    } finally {
+      client.release();
+    }
+  };
+}
+
+// ---------------------------------------------------------------- main
+
+function statusText(r: RunResult): string {
+  return [...r.statuses].filter(([k]) => k !== '201').map(([k, n]) => `${k}×${n}`).join(' ') || '-';
+}
+
+async function main() {
+  const tag = runTag();
+  console.log(`bench:holds  ${machineNote()}`);
+  console.log(`DURATION_S=${DURATION_S} WARMUP_S=${WARMUP_S} RATE=${RATE} RATE_CONNECTIONS=${RATE_CONNECTIONS} MAX_CONNECTIONS=${MAX_CONNECTIONS} CARS=${CARS} RAW_DRIVERS=${RAW_DRIVERS.join(',')} RAW_POOL=${RAW_POOL}`);
+  ensureBuild();
+
+  const db = await freshDb(tag);
+  let api: Api | null = null;
+  const redisPrefix = `bench-${tag}:`;
+  const cleanup = cleanupOnSignal(async () => {
+    await api?.stop().catch(() => {});
+    const redis = new Redis(REDIS_BASE, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect().then(async () => {
+      const stream = redis.scanStream({ match: `${redisPrefix}*`, count: 1000 });
+      for await (const keys of stream) if ((keys as string[]).length) await redis.del(...(keys as string[]));
+      const bull = redis.scanStream({ match: `b${tag}:*`, count: 1000 });
+      for await (const keys of bull) if ((keys as string[]).length) await redis.del(...(keys as string[]));
+    }).catch(() => {});
+    redis.disconnect();
+    await db.drop();
+  });
+
+  try {
+    const seed = new pg.Client({ connectionString: db.url });
+    await seed.connect();
+    const t = performance.now();
+    await seed.query(`
+      INSERT INTO car (host_id, plate, model, city, daily_price, deposit_amount, currency, turnaround_minutes)
+      SELECT 1 + g % 500, 'BENCH-' || g, 'Model ' || (g % 20), 'Hanoi', 500000 + (g % 100) * 10000, $2, 'VND', 120
+      FROM generate_series(1, $1::int) g`, [CARS, DEPOSIT]);
+    await seed.query('ANALYZE car');
+    await seed.end();
+    console.log(`db ${db.name}: migrated, ${fmt(CARS)} cars seeded in ${fmt(performance.now() - t, 0)} ms`);
+
+    const secret = `bench-jwt-${tag}`;
+    api = await startApi({
+      DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `b${tag}`,
+      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, LOG_LEVEL: 'warn', NODE_ENV: 'production',
+      SEARCH_CACHE_TTL_S: '0',
+    }, tag);
+    console.log(`api: pid ${api.child.pid} on ${api.url} (log ${api.logFile})`);
+
+    const runs: RunResult[] = [];
+    if (WARMUP_S > 0) {
+      const w = await cannon(api, secret, 'warm-up', { durationS: WARMUP_S, connections: 8 });
+      console.log(`warm-up: ${fmt(holdsPerS(w), 0)} holds/s, statuses ${[...w.statuses].map(([k, n]) => `${k}×${n}`).join(' ')}`);
+    }
+    console.log(`running: API @${RATE}/s (autocannon overallRate, ${RATE_CONNECTIONS} connections) for ${DURATION_S}s ...`);
+    const atRate = await cannon(api, secret, `API @${RATE}/s autocannon`, { durationS: DURATION_S, connections: RATE_CONNECTIONS, overallRate: RATE });
+    runs.push(atRate);
+    let pacedRun: RunResult | null = null;
+    if (PACED) {
+      console.log(`running: API @${RATE}/s (open-loop, evenly spaced) for ${DURATION_S}s ...`);
+      pacedRun = await paced(api, secret, `API @${RATE}/s paced`, RATE, DURATION_S);
+      runs.push(pacedRun);
+    }
+    console.log(`running: API max (autocannon, ${MAX_CONNECTIONS} connections) for ${DURATION_S}s ...`);
+    const apiMax = await cannon(api, secret, `API max c=${MAX_CONNECTIONS}`, { durationS: DURATION_S, connections: MAX_CONNECTIONS });
+    runs.push(apiMax);
+    await api.stop();
+    api = null;
+
+    const raws: RunResult[] = [];
+    for (const driver of RAW_DRIVERS) {
+      let one: OneHold;
+      let close: () => Promise<void>;
+      let note: string;
+      if (driver === 'slonik') {
+        const pool = await createDb(db.url, { maximumPoolSize: RAW_POOL });
+        one = slonikHold(pool);
+        close = () => pool.end();
+        note = `product createDb pool (max ${RAW_POOL}) + insertCarHold + writeEvent in db.transaction`;
+      } else if (driver === 'slonik-noreset') {
+        // Investigation only: createDb's settings minus slonik's default DISCARD ALL on every release.
+        const pool = await createPool(db.url, { maximumPoolSize: RAW_POOL, resetConnection: undefined, statementTimeout: 15_000, connectionTimeout: 5_000 } as never);
+        one = slonikHold(pool);
+        close = () => pool.end();
+        note = 'as slonik but resetConnection disabled (no DISCARD ALL per release)';
+      } else if (driver === 'pg') {
+        const pool = new pg.Pool({ connectionString: db.url, max: RAW_POOL });
+        one = pgHold(pool);
+        close = () => pool.end();
+        note = `plain pg.Pool (max ${RAW_POOL}), BEGIN + the exact SQL slonik generates + COMMIT`;
+      } else {
+        throw new Error(`unknown RAW_DRIVERS entry ${driver} (slonik, slonik-noreset, pg)`);
+      }
+      if (WARMUP_S > 0) await rawLoop('warm-up', one, MAX_CONNECTIONS, Math.min(WARMUP_S, 2), '');
+      console.log(`running: raw ${driver} max (${MAX_CONNECTIONS} concurrent) for ${DURATION_S}s ...`);
+      const r = await rawLoop(`raw ${driver} c=${MAX_CONNECTIONS}`, one, MAX_CONNECTIONS, DURATION_S, note);
+      raws.push(r);
+      runs.push(r);
+      await close();
+    }
+
+    printTable('POST /bookings (car holds)', [
+      ['run', 'sent', 'holds/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'api cpu', 'bench cpu', 'non-201'],
+      ...runs.map((r) => [
+        r.label, fmt(r.sent), fmt(holdsPerS(r), 0), fmt(r.latency.p50, 1), fmt(r.latency.p90, 1), fmt(r.latency.p99, 1), fmt(r.latency.max, 0),
+        r.apiCores === undefined ? '-' : `${fmt(r.apiCores, 2)} core`, `${fmt(r.benchCores, 2)} core`, statusText(r),
+      ]),
+    ]);
+    console.log('  latency of "paced" is measured from each request\'s due time (open loop); the others from the moment it was sent.');
+    console.log('  autocannon overallRate sends each connection\'s share of a second back to back, then waits for the next second.');
+    for (const r of raws) if (r.note) console.log(`  ${r.label}: ${r.note}`);
+
+    console.log('\n== targets');
+    console.log(`API @${RATE}/s autocannon p99 ${fmt(atRate.latency.p99)} ms   ${verdict(`p99@${RATE}/s autocannon`, atRate.latency.p99, '<=', P99_TARGET_MS, ' ms')}`);
+    if (pacedRun) console.log(`API @${RATE}/s paced      p99 ${fmt(pacedRun.latency.p99)} ms   ${verdict(`p99@${RATE}/s paced`, pacedRun.latency.p99, '<=', P99_TARGET_MS, ' ms')}`);
+    for (const r of raws) {
+      const ratio = holdsPerS(apiMax) / holdsPerS(r);
+      console.log(`API max / ${r.label}: ${fmt(holdsPerS(apiMax), 0)} / ${fmt(holdsPerS(r), 0)} = ${fmt(ratio, 2)}   ${verdict(`ratio vs ${r.label}`, ratio, '>=', RATIO_TARGET)}`);
+    }
+    const bad = runs.flatMap((r) => [...r.statuses].filter(([k]) => k.startsWith('5') || k.startsWith('error') || k === 'conn-error'));
+    if (bad.length && api === null) console.log(`\n5xx / errors seen: see ${'/tmp/bench-holds-api-' + tag + '.log'}`);
+    finalVerdict();
+  } finally {
+    await cleanup();
+  }
+}
+
+await main();
