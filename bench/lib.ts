@@ -81,6 +81,10 @@ export function cleanupOnSignal(cleanup: () => Promise<void>): () => Promise<voi
       void once().then(() => process.exit(130));
     });
   }
+  process.once('uncaughtException', (err) => {
+    console.error('uncaught exception:', err);
+    void once().then(() => process.exit(1));
+  });
   return once;
 }
 
@@ -151,7 +155,8 @@ export function fmt(v: number | string | null | undefined, digits = 1): string {
   if (v === null || v === undefined) return '-';
   if (typeof v === 'string') return v;
   if (!Number.isFinite(v)) return '-';
-  return Number.isInteger(v) && Math.abs(v) >= 1000 ? v.toLocaleString('en-US') : v.toFixed(digits);
+  if (Number.isInteger(v) || digits === 0) return Math.round(v).toLocaleString('en-US');
+  return Math.abs(v) >= 1000 ? v.toLocaleString('en-US', { maximumFractionDigits: digits }) : v.toFixed(digits);
 }
 
 /** Prints rows as an aligned text table; the first row is the header. */
@@ -171,7 +176,7 @@ const verdicts: { label: string; pass: boolean }[] = [];
 export function verdict(label: string, value: number, op: '<=' | '>=', target: number, unit = ''): string {
   const pass = Number.isFinite(value) && (op === '<=' ? value <= target : value >= target);
   verdicts.push({ label, pass });
-  return `${pass ? 'PASS' : 'MISS'} (${label} ${fmt(value, 2)}${unit} ${op === '<=' ? '≤' : '≥'} ${fmt(target, 2)}${unit})`;
+  return `${pass ? 'PASS' : 'MISS'} (${label} ${fmt(value, Math.abs(value) >= 100 ? 0 : 2)}${unit} ${op === '<=' ? '≤' : '≥'} ${fmt(target, 2)}${unit})`;
 }
 
 export function finalVerdict(): void {

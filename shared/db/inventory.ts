@@ -36,6 +36,19 @@ export async function lockNights(db: CommonQueryMethods, roomTypeId: number, fro
     ORDER BY night FOR UPDATE`);
 }
 
+/**
+ * Serialises the inventory adjustments of one room type. Adjustments are the only writers that create nights,
+ * and lockNights can lock only the nights that exist: without this, adjustment A locks the existing nights of its
+ * range, B (seeing a night that C created meanwhile) locks that night and waits on A's, and A's insert of the
+ * night it saw missing waits on B — a deadlock (PostgreSQL aborts one after deadlock_timeout; slonik retries it
+ * silently, so it showed up as 1 s stalls and, after 5 in a row, a 500). Holding this lock, an adjustment sees
+ * every night and takes its locks in date order like every other writer. NO KEY UPDATE leaves the bookings'
+ * and nights' foreign-key checks (KEY SHARE) unblocked.
+ */
+export async function lockRoomTypeInventory(db: CommonQueryMethods, roomTypeId: number): Promise<void> {
+  await db.query(sql.unsafe`SELECT 1 FROM room_type WHERE id = ${roomTypeId} FOR NO KEY UPDATE`);
+}
+
 type Column = 'held' | 'confirmed';
 
 /** Moves `rooms` between the held / confirmed counters (or releases them) on every night of the range. */

@@ -36,10 +36,14 @@ export async function lockShard(tx: CommonQueryMethods, shard: number): Promise<
     SELECT pg_try_advisory_xact_lock(${RELAY_LOCK_NAMESPACE}, ${shard}) AS locked`);
 }
 
+/**
+ * The shard's oldest unpublished rows. FOR UPDATE waits, never SKIP LOCKED: the dispatcher locks rows while
+ * it enqueues them, and skipping one would let later events of the same key overtake it on Kafka.
+ */
 export async function claimUnpublished(tx: CommonQueryMethods, shard: number, limit: number) {
   return tx.any(sql.type(outboxRow)`
     SELECT ${columns} FROM outbox WHERE published_at IS NULL AND shard = ${shard}
-    ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+    ORDER BY id LIMIT ${limit} FOR UPDATE`);
 }
 
 export async function markPublished(tx: CommonQueryMethods, ids: readonly number[]): Promise<void> {

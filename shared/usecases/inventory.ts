@@ -4,7 +4,7 @@ import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
 import { DomainError, notFound, validation } from '../domain/errors.js';
 import { findRoomType } from '../db/hotels.js';
-import { attributeChanges, listLedger, listNights, lockNights, setSellable } from '../db/inventory.js';
+import { attributeChanges, listLedger, listNights, lockNights, lockRoomTypeInventory, setSellable } from '../db/inventory.js';
 import { writeEvent } from '../events/outbox.js';
 import { requireOperator } from './catalogue.js';
 import { nightsBetween } from './bookings.js';
@@ -35,6 +35,7 @@ export async function adjustInventory(
   await roomTypeFor(deps, actor, roomTypeId);
   try {
     return await deps.db.transaction(async (tx) => {
+      await lockRoomTypeInventory(tx, roomTypeId);
       await lockNights(tx, roomTypeId, q.from, q.to);
       await attributeChanges(tx, { actor: describeActor(actor), reason: q.reason, bookingId: null });
       await setSellable(tx, roomTypeId, q.from, q.to, q.sellable);
