@@ -12,11 +12,22 @@ redis.on('error', () => {});
 const metrics = createMetrics();
 const closeGauges = registerOpsGauges(metrics, deps.db, config);
 const app = createApp({ ...deps, redis, metrics });
+// Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
+let inFlight = 0;
+app.use(async (_ctx, next) => {
+  inFlight++;
+  try {
+    await next();
+  } finally {
+    inFlight--;
+  }
+});
 const server = app.listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
 server.keepAliveTimeout = 65_000;
 
 onShutdown(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
+  for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
   await closeGauges();
   redis.disconnect();
   await deps.db.end();

@@ -10,8 +10,7 @@
  *   PACED (1)              also run an open-loop, evenly spaced generator at RATE (no per-second bursts)
  *   MAX_CONNECTIONS (32)   concurrency of the max-throughput runs, API and raw alike
  *   RAW_DRIVERS (slonik,pg) raw variants: slonik = product createDb pool + insertCarHold + writeEvent;
- *                          pg = plain pg.Pool with the exact SQL text slonik generates; slonik-noreset = createDb's
- *                          settings without the DISCARD ALL on release (investigation); none = skip raw runs
+ *                          pg = plain pg.Pool with the exact SQL text slonik generates; none = skip raw runs
  *   RAW_POOL (20)          raw pool size (20 = the API's createDeps default)
  *   ROUNDS (1)             repeat [API max, raw...] interleaved; the ratio verdict uses the median
  *   CARS (20000)           cars seeded; each request takes a random car and a random 1–72 h period 1–365 days ahead
@@ -31,7 +30,6 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { createPool, SchemaValidationError, type Interceptor, type QueryResultRow } from 'slonik';
 import { createDb, type DatabasePool } from '../shared/db/pool.js';
 import { insertCarHold, type NewCarHold } from '../shared/db/bookings.js';
 import { writeEvent } from '../shared/events/outbox.js';
@@ -292,7 +290,11 @@ async function capture(fn: (db: CommonQueryMethods) => Promise<unknown>): Promis
     q = query;
     return { rows: [{ id: 1 }], rowCount: 1 };
   };
-  const fake = { oneFirst: async (x: never) => { await grab(x); return 1; }, query: grab } as unknown as CommonQueryMethods;
+  const fake = {
+    oneFirst: async (x: never) => { await grab(x); return 1; },
+    maybeOne: async (x: never) => { await grab(x); return { id: 1, depositAmount: DEPOSIT, currency: 'VND' }; },
+    query: grab,
+  } as unknown as CommonQueryMethods;
   await fn(fake);
   return { text: q!.sql.replace(/\$slonik_(\d+)/g, '$$$1'), values: [...q!.values] };
 }
@@ -300,7 +302,7 @@ async function capture(fn: (db: CommonQueryMethods) => Promise<unknown>): Promis
 function newHold(): NewCarHold {
   const h = randomHold();
   return {
-    customerId: nextSub++, carId: h.carId, from: h.from, to: h.to, depositAmount: DEPOSIT, currency: 'VND',
+    customerId: nextSub++, carId: h.carId, from: h.from, to: h.to,
     holdExpiresAt: new Date(Date.now() + 900_000),
   };
 }
@@ -340,23 +342,12 @@ async function rawLoop(label: string, one: OneHold, concurrency: number, duratio
   return { label, durationS: elapsed, sent, statuses, latency: summarize(latencies), benchCores: (bench.user + bench.system) / 1e6 / elapsed, note };
 }
 
-/** A copy of shared/db/pool.ts's (unexported) row-parsing interceptor, for the slonik-noreset variant. */
-const resultParser: Interceptor = {
-  name: 'result-parser',
-  transformRow: (context, query, row) => {
-    if (!context.resultParser) return row;
-    const parsed = context.resultParser.safeParse(row);
-    if (!parsed.success) throw new SchemaValidationError(query, row as never, parsed.error.issues as never);
-    return parsed.data as QueryResultRow;
-  },
-};
-
 function slonikHold(db: DatabasePool): OneHold {
   return async () => {
     const h = newHold();
     await db.transaction(async (tx) => {
-      const id = await insertCarHold(tx, h);
-      await writeEvent(tx, heldEvent(id, h));
+      const hold = await insertCarHold(tx, h);
+      await writeEvent(tx, heldEvent(hold!.id, h));
     });
   };
 }
@@ -368,8 +359,8 @@ function slonikHold(db: DatabasePool): OneHold {
 async function pgHold(pool: pg.Pool): Promise<OneHold> {
   const sample = newHold();
   const ins = await capture((db) => insertCarHold(db, sample));
-  const insValues = (h: NewCarHold) => [h.customerId, h.carId, h.from.toISOString(), h.to.toISOString(), h.depositAmount, h.currency,
-    h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString()];
+  const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(),
+    h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString(), h.carId];
   const ev = heldEvent(42, sample);
   const out = await capture((db) => writeEvent(db, ev));
   const outValues = (eventId: string, e: ReturnType<typeof heldEvent>) =>
@@ -402,24 +393,11 @@ async function rawDriver(driver: string, url: string): Promise<{ name: string; o
     const pool = await createDb(url, { maximumPoolSize: RAW_POOL });
     return { name: driver, one: slonikHold(pool), close: () => pool.end(), note: `product createDb pool (max ${RAW_POOL}) + insertCarHold + writeEvent in db.transaction` };
   }
-  if (driver === 'slonik-noreset') {
-    // Investigation only: createDb's settings minus slonik's default DISCARD ALL on every release.
-    // (resetConnection: undefined trips slonik 47's "Client is pending release" race; a no-op function does not.)
-    const pool = await createPool(url, {
-      maximumPoolSize: RAW_POOL, resetConnection: async () => {}, statementTimeout: 15_000, connectionTimeout: 5_000,
-      interceptors: [resultParser],
-      typeParsers: [
-        { name: 'int8', parse: (v: string) => Number(v) }, { name: 'numeric', parse: (v: string) => Number(v) },
-        { name: 'timestamptz', parse: (v: string) => new Date(v).toISOString() }, { name: 'date', parse: (v: string) => v },
-      ],
-    });
-    return { name: driver, one: slonikHold(pool), close: () => pool.end(), note: 'createDb\'s settings with resetConnection: async () => {} (no DISCARD ALL per release)' };
-  }
   if (driver === 'pg') {
     const pool = new pg.Pool({ connectionString: url, max: RAW_POOL });
     return { name: driver, one: await pgHold(pool), close: () => pool.end(), note: `plain pg.Pool (max ${RAW_POOL}), BEGIN + the exact SQL slonik generates + COMMIT` };
   }
-  throw new Error(`unknown RAW_DRIVERS entry ${driver} (slonik, slonik-noreset, pg)`);
+  throw new Error(`unknown RAW_DRIVERS entry ${driver} (slonik, pg)`);
 }
 
 // ---------------------------------------------------------------- main

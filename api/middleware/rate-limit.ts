@@ -23,13 +23,21 @@ export interface HoldSlot {
   release(): Promise<void>;
 }
 
+type LimiterRedis = Redis & { holdRate(key: string, windowMs: number, limit: number, member: string): Promise<[number, number]> };
+
 export class HoldRateLimiter {
+  private readonly redis: LimiterRedis;
+
   constructor(
-    private readonly redis: Redis,
+    redis: Redis,
     private readonly limit: number,
     private readonly windowSeconds: number,
     private readonly onFailOpen: () => void,
-  ) {}
+  ) {
+    // defineCommand sends EVALSHA (the script body only once per connection).
+    if (!('holdRate' in redis)) redis.defineCommand('holdRate', { numberOfKeys: 1, lua: SCRIPT });
+    this.redis = redis as LimiterRedis;
+  }
 
   /** Takes one of the customer's hold slots or throws RATE_LIMITED; lets the request through if Redis is down. */
   async acquire(customerId: number): Promise<HoldSlot> {
@@ -37,7 +45,7 @@ export class HoldRateLimiter {
     const member = randomUUID();
     let answer: [number, number];
     try {
-      answer = (await this.redis.eval(SCRIPT, 1, key, this.windowSeconds * 1000, this.limit, member)) as [number, number];
+      answer = await this.redis.holdRate(key, this.windowSeconds * 1000, this.limit, member);
     } catch (err) {
       this.onFailOpen();
       logger.warn({ err: String(err) }, 'hold rate limiter unavailable; failing open');

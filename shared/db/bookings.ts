@@ -49,19 +49,23 @@ export interface NewCarHold {
   carId: number;
   from: Date;
   to: Date;
-  depositAmount: number;
-  currency: string;
   holdExpiresAt: Date;
 }
 
-/** Inserts the hold; the exclusion constraint, not a prior read, decides whether the car is free. */
-export async function insertCarHold(db: CommonQueryMethods, h: NewCarHold): Promise<number> {
-  return db.oneFirst(sql.type(z.object({ id: z.number() }))`
+const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), currency: z.string() });
+
+/**
+ * Inserts the hold with the car's deposit; null when the car does not exist. The exclusion constraint,
+ * not a prior read, decides whether the car is free.
+ */
+export async function insertCarHold(db: CommonQueryMethods, h: NewCarHold): Promise<z.infer<typeof insertedHold> | null> {
+  return db.maybeOne(sql.type(insertedHold)`
     INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, currency, hold_expires_at, next_expiry_check_at)
-    VALUES ('car', 'HOLD', ${h.customerId}, ${h.carId},
-            tstzrange(${h.from.toISOString()}::timestamptz, ${h.to.toISOString()}::timestamptz, '[)'),
-            ${h.depositAmount}, ${h.currency}, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()})
-    RETURNING id`);
+    SELECT 'car', 'HOLD', ${h.customerId}, c.id,
+           tstzrange(${h.from.toISOString()}::timestamptz, ${h.to.toISOString()}::timestamptz, '[)'),
+           c.deposit_amount, c.currency, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()}
+    FROM car c WHERE c.id = ${h.carId}
+    RETURNING id, deposit_amount AS "depositAmount", currency`);
 }
 
 export interface NewStayHold {

@@ -25,6 +25,10 @@ export async function createDb(url: string, options: { maximumPoolSize?: number 
       { name: 'timestamptz', parse: (v: string) => new Date(v).toISOString() },
       { name: 'date', parse: (v: string) => v },
     ],
+    // No DISCARD ALL on release: nothing here keeps session state (locks and set_config are
+    // transaction-scoped, LISTEN has its own client), and the reset cost a round trip per checkout.
+    // (An undefined reset races in slonik 47: "Client is pending release".)
+    resetConnection: async () => {},
     statementTimeout: 15_000,
     connectionTimeout: 5_000,
   });

@@ -6,7 +6,6 @@ import { DomainError, forbidden, invalidState, notFound, validation } from '../d
 import { nextStatus, type BookingAction, type BookingStatus } from '../domain/booking-status.js';
 import { refundAmount } from '../domain/cancellation-policy.js';
 import { zonedWallTimeToInstant } from '../domain/zoned-time.js';
-import { findCar } from '../db/cars.js';
 import { findRoomType } from '../db/hotels.js';
 import { lockNights, attributeChanges, moveRooms } from '../db/inventory.js';
 import { findBooking, insertCarHold, insertStayHold, moneyOf, transition, type BookingRow } from '../db/bookings.js';
@@ -78,16 +77,12 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
   };
 
   if (input.kind === 'car') {
-    const car = await findCar(deps.db, input.carId);
-    if (!car) throw notFound('car');
     try {
       return await deps.db.transaction(async (tx) => {
-        const id = await insertCarHold(tx, {
-          customerId: actor.id, carId: car.id, from: input.from, to: input.to,
-          depositAmount: car.depositAmount, currency: car.currency, holdExpiresAt,
-        });
-        return finish(tx, id, car.depositAmount, car.currency, {
-          carId: car.id, from: input.from.toISOString(), to: input.to.toISOString(),
+        const hold = await insertCarHold(tx, { customerId: actor.id, carId: input.carId, from: input.from, to: input.to, holdExpiresAt });
+        if (!hold) throw notFound('car');
+        return finish(tx, hold.id, hold.depositAmount, hold.currency, {
+          carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString(),
         });
       });
     } catch (e) {
