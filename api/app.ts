@@ -11,9 +11,10 @@ import { paymentRoutes } from './routes/payments.js';
 import { hotelRoutes } from './routes/hotels.js';
 import { openapiRoutes } from './routes/openapi.js';
 
-export function createApp(deps: ApiDeps): Koa<ApiState> {
+export function createApp(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = []): Koa<ApiState> {
   const app = new Koa<ApiState>();
   app.proxy = true;
+  for (const m of outer) app.use(m);
   app.use(requestId);
   app.use(httpMetrics(deps.metrics));
   app.use(errors);

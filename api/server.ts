@@ -11,17 +11,18 @@ const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
 redis.on('error', () => {});
 const metrics = createMetrics();
 const closeGauges = registerOpsGauges(metrics, deps.db, config);
-const app = createApp({ ...deps, redis, metrics });
 // Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
 let inFlight = 0;
-app.use(async (_ctx, next) => {
-  inFlight++;
-  try {
-    await next();
-  } finally {
-    inFlight--;
-  }
-});
+const app = createApp({ ...deps, redis, metrics }, [
+  async (_ctx, next) => {
+    inFlight++;
+    try {
+      await next();
+    } finally {
+      inFlight--;
+    }
+  },
+]);
 const server = app.listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
 server.keepAliveTimeout = 65_000;
 
