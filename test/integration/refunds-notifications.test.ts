@@ -1,0 +1,213 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../helpers/harness.js';
+import { waitFor } from '../helpers/http.js';
+import { defaultFaults } from '../../workers/psp-sandbox/app.js';
+import { NOTIFICATIONS_QUEUE, notificationJobId } from '../../workers/notifications.js';
+import { REFUNDS_QUEUE, refundJobId } from '../../workers/refunds.js';
+import {
+  count, drained, getBooking, holdCar, hostToken, notificationsOf, outboxOf, paymentSucceeded, settledRefunds, signedWebhook,
+  statusOf, topicsOf, type Hold,
+} from '../helpers/payments.js';
+
+/** Stands in for the sms/push gateway (NOTIFY_WEBHOOK_URL): records what it accepted, can fail on demand. */
+const gateway = {
+  accepted: [] as { eventId: string; eventType: string; bookingId: number; channel: string; recipient: number }[],
+  failNext: 0,
+  refused: 0,
+};
+let gatewayServer: Server;
+let h: Harness;
+
+beforeAll(async () => {
+  gatewayServer = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (gateway.failNext > 0) {
+        gateway.failNext--;
+        gateway.refused++;
+        res.writeHead(503).end();
+        return;
+      }
+      gateway.accepted.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => gatewayServer.listen(0, '127.0.0.1', r));
+  const notifyUrl = `http://127.0.0.1:${(gatewayServer.address() as AddressInfo).port}/notify`;
+  h = await startHarness({ workers: true, env: { NOTIFY_WEBHOOK_URL: notifyUrl, HOLD_RATE_LIMIT: '1000' } });
+});
+afterEach(async () => {
+  Object.assign(h.psp.faults, defaultFaults);
+  gateway.failNext = 0;
+  await h.psp.idle();
+});
+afterAll(async () => {
+  await h?.close();
+  await new Promise((r) => gatewayServer?.close(r));
+});
+
+const sentFor = (bookingId: number) =>
+  gateway.accepted.filter((n) => n.bookingId === bookingId).map((n) => `${n.eventType}/${n.channel}`).sort();
+
+async function confirmed(): Promise<Hold> {
+  const b = await holdCar(h);
+  expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
+  expect(await statusOf(h, b.id)).toBe('CONFIRMED');
+  return b;
+}
+
+/** Confirmed, then cancelled by the host (100% refund), refund paid: 3 notified events × 2 channels. */
+async function fullLifecycle(): Promise<Hold> {
+  const b = await confirmed();
+  const c = await h.req('POST', `/bookings/${b.id}/cancel`, { token: hostToken(h), body: { reason: 'car broke down' } });
+  expect(c.status, c.text).toBe(200);
+  expect(c.json).toMatchObject({ status: 'CANCELLED', refundAmount: b.deposit });
+  await settledRefunds(h, b.id);
+  await drained(h);
+  return b;
+}
+
+const notificationRows = async (bookingId: number) =>
+  (await h.sql(`SELECT event_id::text, channel, event_type, recipient::int, body, sent_at FROM notification WHERE booking_id = $1
+                ORDER BY event_id, channel`, [bookingId])).rows;
+
+describe('refunds', () => {
+  it('cancelling a HOLD refunds nothing; a payment arriving afterwards is refunded in full', async () => {
+    const b = await holdCar(h);
+    const c = await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} });
+    expect(c.status, c.text).toBe(200);
+    expect(c.json).toEqual({ bookingId: b.id, status: 'CANCELLED', refundAmount: 0, currency: 'VND' });
+    expect(await count(h, `SELECT 1 FROM refund WHERE booking_id = $1`, [b.id])).toBe(0);
+
+    const late = paymentSucceeded(b.id, b.deposit);
+    expect((await signedWebhook(h, late)).status).toBe(200);
+    expect(await statusOf(h, b.id)).toBe('CANCELLED');
+    const refunds = await settledRefunds(h, b.id);
+    expect(refunds).toEqual([expect.objectContaining({ amount: b.deposit, status: 'SUCCEEDED', paymentIntentId: late.data.paymentIntentId })]);
+    expect(await getBooking(h, b.id)).toMatchObject({
+      status: 'CANCELLED', payment: { status: 'SUCCEEDED', amount: b.deposit }, refund: { amount: b.deposit, status: 'SUCCEEDED' },
+    });
+    expect(topicsOf(await outboxOf(h, b.id))).toEqual(['booking.held', 'booking.cancelled', 'refund.requested', 'refund.succeeded']);
+    // The same late payment redelivered is not refunded twice.
+    expect((await signedWebhook(h, late)).status).toBe(200);
+    expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit, { txn: late.data.providerTxnId, intent: late.data.paymentIntentId }))).status).toBe(200);
+    await drained(h);
+    expect(await count(h, `SELECT 1 FROM refund WHERE booking_id = $1`, [b.id])).toBe(1);
+    expect(h.psp.state.refunds.filter((r) => r.reference === String(b.id))).toHaveLength(1);
+    expect(await notificationsOf(h, b.id)).toEqual(['booking.cancelled/push', 'booking.cancelled/sms', 'refund.succeeded/push', 'refund.succeeded/sms']);
+  });
+
+  it('provider answers pending, then settles (webhook and retry both report it): SUCCEEDED exactly once', async () => {
+    Object.assign(h.psp.faults, { refundOutcome: 'pending', refundSettleMs: 300 });
+    const b = await holdCar(h);
+    await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
+    expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
+    const [refund] = await settledRefunds(h, b.id);
+    expect(refund!.status).toBe('SUCCEEDED');
+    // The worker's job saw `pending` first and retried; let the retry finish before counting.
+    const job = await waitFor(async () => {
+      const j = await h.queues[REFUNDS_QUEUE]!.getJob(refundJobId(refund!.id));
+      return j?.finishedOn ? j : null;
+    }, 10_000);
+    expect(job.attemptsMade).toBeGreaterThanOrEqual(2);
+    expect(['SUCCEEDED', 'already_settled']).toContain(job.returnvalue);
+    await drained(h);
+    expect(topicsOf(await outboxOf(h, b.id)).filter((t) => t.startsWith('refund.'))).toEqual(['refund.requested', 'refund.succeeded']);
+    expect(h.psp.state.refunds.filter((r) => r.reference === String(b.id))).toHaveLength(1);
+    expect(await notificationsOf(h, b.id)).toEqual(['booking.cancelled/push', 'booking.cancelled/sms', 'refund.succeeded/push', 'refund.succeeded/sms']);
+  });
+
+  it('provider refuses the refund: FAILED, refund.failed, nobody notified of it', async () => {
+    h.psp.faults.refundOutcome = 'failed';
+    const b = await holdCar(h);
+    await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
+    expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
+    const [refund] = await settledRefunds(h, b.id);
+    expect(refund!.status).toBe('FAILED');
+    expect((await getBooking(h, b.id)).refund).toEqual({ amount: b.deposit, status: 'FAILED' });
+    await drained(h);
+    expect(topicsOf(await outboxOf(h, b.id)).filter((t) => t.startsWith('refund.'))).toEqual(['refund.requested', 'refund.failed']);
+    expect(await notificationsOf(h, b.id)).toEqual(['booking.cancelled/push', 'booking.cancelled/sms']);
+  });
+
+  it('provider down while refunding: retried until it answers, one refund at the provider', async () => {
+    h.psp.faults.apiDown = true;
+    const b = await holdCar(h);
+    await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
+    expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
+    await waitFor(async () => (await count(h, `SELECT 1 FROM refund WHERE booking_id = $1 AND attempts >= 1 AND last_error IS NOT NULL`, [b.id])) > 0);
+    expect((await getBooking(h, b.id)).refund).toEqual({ amount: b.deposit, status: 'PENDING' });
+    h.psp.faults.apiDown = false;
+    const [refund] = await settledRefunds(h, b.id);
+    expect(refund!.status).toBe('SUCCEEDED');
+    await drained(h);
+    expect(h.psp.state.refunds.filter((r) => r.reference === String(b.id))).toHaveLength(1);
+    expect(topicsOf(await outboxOf(h, b.id)).filter((t) => t === 'refund.succeeded')).toHaveLength(1);
+  });
+});
+
+describe('notifications', () => {
+  it('sms and push once per notified event of a booking, matching what the gateway received', async () => {
+    const b = await fullLifecycle();
+    const expected = [
+      'booking.cancelled/push', 'booking.cancelled/sms', 'booking.confirmed/push', 'booking.confirmed/sms',
+      'refund.succeeded/push', 'refund.succeeded/sms',
+    ];
+    expect(await notificationsOf(h, b.id)).toEqual(expected);
+    expect(sentFor(b.id)).toEqual(expected);
+    const rows = await notificationRows(b.id);
+    expect(rows.every((r) => r.recipient === b.customerId)).toBe(true);
+    // One row per (event, channel), and the events are the outbox's own.
+    const events = await outboxOf(h, b.id);
+    for (const r of rows) expect(events.find((e) => e.eventId === r.event_id)?.topic).toBe(r.event_type);
+  });
+
+  it('dispatching the same events again (dispatched_at reset) sends nothing more', async () => {
+    const b = await fullLifecycle();
+    const before = await notificationRows(b.id);
+    const sentBefore = gateway.accepted.length;
+    expect(before).toHaveLength(6);
+
+    await h.sql(`UPDATE outbox SET dispatched_at = NULL WHERE message_key = $1`, [String(b.id)]);
+    await drained(h);
+    expect(await notificationRows(b.id)).toEqual(before);
+    expect(gateway.accepted.length).toBe(sentBefore);
+  });
+
+  it('even when the earlier jobs are gone, re-dispatched jobs run again and find the delivery already made', async () => {
+    const b = await fullLifecycle();
+    const before = await notificationRows(b.id);
+    const sentBefore = gateway.accepted.length;
+    const queue = h.queues[NOTIFICATIONS_QUEUE]!;
+    const jobIds = before.map((r) => notificationJobId(r.event_id, r.channel));
+    for (const id of jobIds) {
+      const job = await queue.getJob(id);
+      expect(job?.returnvalue, id).toBe('sent');
+      await job!.remove();
+    }
+
+    await h.sql(`UPDATE outbox SET dispatched_at = NULL WHERE message_key = $1`, [String(b.id)]);
+    // Every (event, channel) job runs a second time and reports a duplicate.
+    await waitFor(async () => {
+      const jobs = await Promise.all(jobIds.map((id) => queue.getJob(id)));
+      return jobs.every((j) => j?.finishedOn && j.returnvalue === 'duplicate');
+    });
+    await drained(h);
+    expect(await notificationRows(b.id)).toEqual(before);
+    expect(gateway.accepted.length).toBe(sentBefore);
+  });
+
+  it('a gateway failure is retried and the message still goes out once', async () => {
+    gateway.failNext = 2;
+    const refusedBefore = gateway.refused;
+    const b = await confirmed();
+    await waitFor(async () => (await notificationsOf(h, b.id)).length === 2, 15_000);
+    await drained(h);
+    expect(gateway.refused - refusedBefore).toBe(2);
+    expect(sentFor(b.id)).toEqual(['booking.confirmed/push', 'booking.confirmed/sms']);
+    expect(await notificationsOf(h, b.id)).toEqual(['booking.confirmed/push', 'booking.confirmed/sms']);
+  });
+});
