@@ -68,7 +68,7 @@ async function main() {
 
     workers.push(startWorker(expiryWorker, deps));
     await startSweeper(queues[EXPIRY_QUEUE]!);
-    dispatcher = startDispatcher(base.db, db.url, queues);
+    dispatcher = startDispatcher(base.db, config, queues);
     await sleep(500); // let the LISTEN connection and the workers come up
 
     // One hold per car, evenly over SPREAD_S seconds; a hold's due time is when it is created, not when a slot frees.

@@ -2,9 +2,9 @@ import type { Queue } from 'bullmq';
 import type { DatabasePool } from '../shared/db/pool.js';
 import { claimUndispatched, markDispatched, type OutboxRow } from '../shared/db/outbox.js';
 import { NOTIFIED_EVENTS, NOTIFY_CHANNELS, type EventType } from '../shared/events/topics.js';
-import { parseConfig } from '../shared/config.js';
+import { parseConfig, type Config } from '../shared/config.js';
 import { createDb } from '../shared/db/pool.js';
-import { onShutdown } from '../shared/runtime.js';
+import { onShutdown, requestRedis } from '../shared/runtime.js';
 import { logger } from '../shared/logger.js';
 import { EXPIRY_QUEUE, expiryWorker, scheduleExpiry } from './expiry.js';
 import { REFUNDS_QUEUE, refundJobId, refundsWorker } from './refunds.js';
@@ -13,6 +13,18 @@ import { isEntry, openQueues, type Queues } from './runner.js';
 import { drainOnNotify } from './wake.js';
 
 const BATCH = 500;
+// The claimed rows stay locked while jobs are added, and the relay waits on them (to keep per-booking
+// order): never hold them across a Redis outage.
+const REDIS_CHECK_MS = 2_000;
+const ENQUEUE_TIMEOUT_MS = 5_000;
+
+function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
 
 /** The jobs an event asks for. Job ids are derived from the event, so dispatching twice adds nothing. */
 async function enqueue(queues: Queues, row: OutboxRow): Promise<void> {
@@ -36,11 +48,12 @@ async function enqueue(queues: Queues, row: OutboxRow): Promise<void> {
  * Turns a batch of committed events into jobs, then marks them. A crash in between re-dispatches
  * the batch, which the deterministic job ids make harmless. Returns true when more may be waiting.
  */
-export async function dispatchBatch(db: DatabasePool, queues: Queues): Promise<boolean> {
+export async function dispatchBatch(db: DatabasePool, queues: Queues, redisAlive?: () => Promise<unknown>): Promise<boolean> {
+  if (redisAlive) await within(REDIS_CHECK_MS, 'redis ping', redisAlive());
   return db.transaction(async (tx) => {
     const rows = await claimUndispatched(tx, BATCH);
     if (rows.length === 0) return false;
-    await Promise.all(rows.map((r) => enqueue(queues, r)));
+    await within(ENQUEUE_TIMEOUT_MS, 'enqueue', Promise.all(rows.map((r) => enqueue(queues, r))));
     await markDispatched(tx, rows.map((r) => r.id));
     return rows.length === BATCH;
   });
@@ -48,15 +61,25 @@ export async function dispatchBatch(db: DatabasePool, queues: Queues): Promise<b
 
 export const dispatcherQueues = [expiryWorker, refundsWorker, notificationsWorker({ send: async () => {} })];
 
-export function startDispatcher(db: DatabasePool, databaseUrl: string, queues: Queues) {
-  return drainOnNotify(databaseUrl, 'outbox', () => dispatchBatch(db, queues));
+export function startDispatcher(db: DatabasePool, config: Config, queues: Queues) {
+  // A fail-fast connection (no offline queue) tells "Redis is down" at once, before any row is locked.
+  const probe = requestRedis(config.REDIS_URL);
+  probe.on('error', () => {});
+  const loop = drainOnNotify(config.DATABASE_URL, 'outbox', () => dispatchBatch(db, queues, () => probe.ping()));
+  return {
+    kick: loop.kick,
+    async stop() {
+      await loop.stop();
+      probe.disconnect();
+    },
+  };
 }
 
 if (isEntry(import.meta.url)) {
   const config = parseConfig();
   const db = await createDb(config.DATABASE_URL, { maximumPoolSize: 4 });
   const queues = openQueues(config, dispatcherQueues);
-  const dispatcher = startDispatcher(db, config.DATABASE_URL, queues);
+  const dispatcher = startDispatcher(db, config, queues);
   logger.info('dispatcher started');
   onShutdown(async () => {
     await dispatcher.stop();

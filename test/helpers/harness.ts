@@ -74,7 +74,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       workers.push(startWorker(def, deps));
     }
     await startSweeper(queues[EXPIRY_QUEUE]!);
-    dispatcher = startDispatcher(base.db, databaseUrl, queues);
+    dispatcher = startDispatcher(base.db, config, queues);
   }
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 
