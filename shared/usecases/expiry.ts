@@ -1,5 +1,6 @@
 import type { Deps } from './deps.js';
-import { deferExpiryCheck, findBooking, transition } from '../db/bookings.js';
+import { deferExpiryCheck, findBooking, transition, type BookingRow } from '../db/bookings.js';
+import type { CommonQueryMethods } from '../db/pool.js';
 import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
 import { confirmFromProvider } from './payments.js';
@@ -24,47 +25,60 @@ export function recheckDelayMs(msPastExpiry: number): number {
  * hold (re-checked with backoff) for up to PAYMENT_GRACE_S past holdExpiresAt.
  */
 export async function processExpiry(deps: Deps, bookingId: number): Promise<ExpiryOutcome> {
-  const b = await findBooking(deps.db, bookingId);
-  if (!b || b.status !== 'HOLD') return { kind: 'not_hold' };
+  // Common case (no payment asked for): decide and expire under one row lock.
+  const first = await deps.db.transaction(async (tx): Promise<ExpiryOutcome | { ask: BookingRow }> => {
+    const b = await findBooking(tx, bookingId, { forUpdate: true });
+    if (!b || b.status !== 'HOLD') return { kind: 'not_hold' };
+    const now = deps.clock.now();
+    const checkAt = new Date(b.nextExpiryCheckAt ?? b.holdExpiresAt!);
+    if (now < checkAt) return { kind: 'not_due', checkAt };
+    if (b.payRequestedAt) return { ask: b };
+    return expireLocked(tx, deps, b);
+  });
+  if (!('ask' in first)) return first;
+
+  // A payment may be in flight: ask the provider without holding the lock, then expire only if the
+  // booking is still the version we saw.
+  const b = first.ask;
   const now = deps.clock.now();
-  const checkAt = new Date(b.nextExpiryCheckAt ?? b.holdExpiresAt!);
-  if (now < checkAt) return { kind: 'not_due', checkAt };
-
-  if (b.payRequestedAt) {
-    let keep: 'processing' | 'unreachable' | null = null;
-    try {
-      const intents = await deps.psp.listPaymentIntents(String(b.id));
-      const paid = intents.find((i) => i.status === 'succeeded');
-      if (paid) {
-        const outcome = await confirmFromProvider(deps, {
-          reference: String(b.id), paymentIntentId: paid.id, amount: paid.amount, currency: paid.currency,
-          providerTxnId: paid.providerTxnId ?? `intent:${paid.id}`,
-        });
-        // A duplicate means the webhook recorded this very payment first and has already decided.
-        return { kind: outcome };
-      }
-      if (intents.some((i) => i.status === 'processing')) keep = 'processing';
-    } catch (e) {
-      if (!(e instanceof ProviderUnreachableError)) throw e;
-      keep = 'unreachable';
+  let keep: 'processing' | 'unreachable' | null = null;
+  try {
+    const intents = await deps.psp.listPaymentIntents(String(b.id));
+    const paid = intents.find((i) => i.status === 'succeeded');
+    if (paid) {
+      const outcome = await confirmFromProvider(deps, {
+        reference: String(b.id), paymentIntentId: paid.id, amount: paid.amount, currency: paid.currency,
+        providerTxnId: paid.providerTxnId ?? `intent:${paid.id}`,
+      });
+      // A duplicate means the webhook recorded this very payment first and has already decided.
+      return { kind: outcome };
     }
-    const deadline = new Date(b.holdExpiresAt!).getTime() + deps.config.PAYMENT_GRACE_S * 1000;
-    if (keep && now.getTime() < deadline) {
-      const next = new Date(Math.min(deadline, now.getTime() + recheckDelayMs(now.getTime() - new Date(b.holdExpiresAt!).getTime())));
-      await deferExpiryCheck(deps.db, b.id, next);
-      return { kind: 'kept', checkAt: next, why: keep };
-    }
+    if (intents.some((i) => i.status === 'processing')) keep = 'processing';
+  } catch (e) {
+    if (!(e instanceof ProviderUnreachableError)) throw e;
+    keep = 'unreachable';
   }
-
+  const expiresAt = new Date(b.holdExpiresAt!).getTime();
+  const deadline = expiresAt + deps.config.PAYMENT_GRACE_S * 1000;
+  if (keep && now.getTime() < deadline) {
+    const next = new Date(Math.min(deadline, now.getTime() + recheckDelayMs(now.getTime() - expiresAt)));
+    await deferExpiryCheck(deps.db, b.id, next);
+    return { kind: 'kept', checkAt: next, why: keep };
+  }
   return deps.db.transaction(async (tx) => {
     const locked = await findBooking(tx, b.id, { forUpdate: true });
     if (!locked || locked.status !== 'HOLD' || locked.version !== b.version) return { kind: 'lost_race' as const };
-    await transition(tx, locked, 'EXPIRED');
-    await applyInventoryEffect(tx, locked, 'HOLD', 'EXPIRED', 'system:expiry');
-    await writeEvent(tx, {
-      type: 'booking.expired', key: locked.id, occurredAt: now,
-      data: { bookingId: locked.id, customerId: locked.customerId, kind: locked.kind },
-    });
-    return { kind: 'expired' as const };
+    return expireLocked(tx, deps, locked);
   });
+}
+
+/** HOLD → EXPIRED on a booking the caller has locked: frees the inventory and writes booking.expired. */
+async function expireLocked(tx: CommonQueryMethods, deps: Deps, b: BookingRow): Promise<ExpiryOutcome> {
+  await transition(tx, b, 'EXPIRED');
+  await applyInventoryEffect(tx, b, 'HOLD', 'EXPIRED', 'system:expiry');
+  await writeEvent(tx, {
+    type: 'booking.expired', key: b.id, occurredAt: deps.clock.now(),
+    data: { bookingId: b.id, customerId: b.customerId, kind: b.kind },
+  });
+  return { kind: 'expired' };
 }
