@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { createSecretKey, type KeyObject } from 'node:crypto';
+import { webcrypto } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { z } from 'zod';
 import { DomainError } from '../../shared/domain/errors.js';
@@ -14,7 +14,7 @@ const claims = z.object({
 const unauthenticated = (why: string) => new DomainError('UNAUTHENTICATED', why);
 
 /** Verifies the HS256 bearer token (exp honoured when present) and returns who is calling. */
-export async function verifyBearer(secret: KeyObject, header: string | undefined): Promise<Actor> {
+export async function verifyBearer(secret: CryptoKey, header: string | undefined): Promise<Actor> {
   const m = header?.match(/^Bearer\s+(\S+)$/i);
   if (!m) throw unauthenticated('a bearer token is required');
   let payload: unknown;
@@ -29,10 +29,10 @@ export async function verifyBearer(secret: KeyObject, header: string | undefined
 }
 
 export function authenticate(jwtSecret: string): Middleware<ApiState> {
-  // A KeyObject made once: jose would otherwise import the raw secret on every request.
-  const secret = createSecretKey(Buffer.from(jwtSecret, 'utf8'));
+  // A CryptoKey imported once: given raw bytes or a KeyObject, jose imports the key on every request.
+  const secret = webcrypto.subtle.importKey('raw', new TextEncoder().encode(jwtSecret), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
   return async (ctx, next) => {
-    ctx.state.actor = await verifyBearer(secret, ctx.get('authorization') || undefined);
+    ctx.state.actor = await verifyBearer(await secret, ctx.get('authorization') || undefined);
     await next();
   };
 }
