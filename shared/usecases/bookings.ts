@@ -7,7 +7,7 @@ import { nextStatus, type BookingAction, type BookingStatus } from '../domain/bo
 import { refundAmount } from '../domain/cancellation-policy.js';
 import { zonedWallTimeToInstant } from '../domain/zoned-time.js';
 import { findRoomType } from '../db/hotels.js';
-import { lockNights, attributeChanges, moveRooms } from '../db/inventory.js';
+import { lockNights, listNights, attributeChanges, moveRooms, type NightRow } from '../db/inventory.js';
 import { findBooking, insertCarHold, insertStayHold, moneyOf, transition, type BookingRow } from '../db/bookings.js';
 import { confirmingPayment } from '../db/payments.js';
 import { insertRefund } from '../db/refunds.js';
@@ -96,11 +96,14 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
   const roomType = await findRoomType(deps.db, input.roomTypeId);
   if (!roomType) throw notFound('room type');
   const deposit = roomType.depositAmount * input.rooms;
+  const wanted = nightsBetween(input.checkIn, input.checkOut);
+  const enough = (nights: readonly NightRow[]) => nights.length === wanted && nights.every((n) => n.available >= input.rooms);
+  // Fast refusal without queueing on the night locks when the stay is already sold out (the hot
+  // last-rooms case); acceptance is only ever decided under the locks below.
+  if (!enough(await listNights(deps.db, roomType.id, input.checkIn, input.checkOut))) throw soldOut();
   try {
     return await deps.db.transaction(async (tx) => {
-      const nights = await lockNights(tx, roomType.id, input.checkIn, input.checkOut);
-      const wanted = nightsBetween(input.checkIn, input.checkOut);
-      if (nights.length !== wanted || nights.some((n) => n.available < input.rooms)) throw soldOut();
+      if (!enough(await lockNights(tx, roomType.id, input.checkIn, input.checkOut))) throw soldOut();
       const id = await insertStayHold(tx, {
         customerId: actor.id, roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut,
         rooms: input.rooms, depositAmount: deposit, currency: roomType.currency, holdExpiresAt,
