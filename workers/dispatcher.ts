@@ -32,7 +32,7 @@ async function enqueue(queues: Queues, row: OutboxRow): Promise<void> {
   const p = row.payload as { bookingId?: number; holdExpiresAt?: string; refundId?: number };
   const adds: Promise<unknown>[] = [];
   if (type === 'booking.held') adds.push(scheduleExpiry(queues[EXPIRY_QUEUE]!, p.bookingId!, new Date(p.holdExpiresAt!)));
-  if (type === 'refund.requested') adds.push(queues[REFUNDS_QUEUE]!.add('refund', { refundId: p.refundId! }, { jobId: refundJobId(p.refundId!) }));
+  if (type === 'refund.requested') adds.push(queues[REFUNDS_QUEUE]!.add('refund', { refundId: p.refundId! }, { jobId: refundJobId(p.refundId!, row.eventId) }));
   if (NOTIFIED_EVENTS.includes(type)) {
     for (const channel of NOTIFY_CHANNELS) {
       adds.push((queues[NOTIFICATIONS_QUEUE] as Queue).add(

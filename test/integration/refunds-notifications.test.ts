@@ -108,8 +108,9 @@ describe('refunds', () => {
     const [refund] = await settledRefunds(h, b.id);
     expect(refund!.status).toBe('SUCCEEDED');
     // The worker's job saw `pending` first and retried; let the retry finish before counting.
+    const { rows: [requested] } = await h.sql(`SELECT event_id::text AS id FROM outbox WHERE topic = 'refund.requested' AND (payload->>'refundId')::int = $1`, [refund!.id]);
     const job = await waitFor(async () => {
-      const j = await h.queues[REFUNDS_QUEUE]!.getJob(refundJobId(refund!.id));
+      const j = await h.queues[REFUNDS_QUEUE]!.getJob(refundJobId(refund!.id, requested.id));
       return j?.finishedOn ? j : null;
     }, 10_000);
     expect(job.attemptsMade).toBeGreaterThanOrEqual(2);
