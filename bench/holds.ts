@@ -21,12 +21,11 @@
  *
  * Targets (from the issue): at RATE holds/s p99 ≤ 50 ms; API max throughput ≥ 0.5 × raw max throughput.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createWriteStream, existsSync, readdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, unlinkSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -35,11 +34,10 @@ import { insertCarHold, type NewCarHold } from '../shared/db/bookings.js';
 import { writeEvent } from '../shared/events/outbox.js';
 import type { CommonQueryMethods } from '../shared/db/pool.js';
 import {
-  cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freePort, freshDb, machineNote, printTable,
-  runTag, signJwt, sleep, summarize, verdict, type Summary,
+  cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
+  ROOT, runTag, signJwt, sleep, startApiProcess, summarize, verdict, type ApiProcess, type Summary,
 } from './lib.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DURATION_S = envInt('DURATION_S', 15);
 const WARMUP_S = envInt('WARMUP_S', 3);
 const RATE = envInt('RATE', 300);
@@ -104,56 +102,10 @@ function ensureBuild(): void {
   }
 }
 
-interface Api {
-  url: string;
-  child: ChildProcess;
-  logFile: string;
-  /** CPU seconds the API process has used so far (user, system), from /proc. */
-  cpuSeconds(): { user: number; sys: number };
-  stop(): Promise<void>;
-}
+type Api = ApiProcess;
 
-async function startApi(env: Record<string, string>, tag: string): Promise<Api> {
-  const port = await freePort();
-  const logFile = `/tmp/bench-holds-api-${tag}.log`;
-  const log = createWriteStream(logFile);
-  const child = spawn(process.execPath, [...API_NODE_ARGS, path.resolve(ROOT, API_ENTRY)], {
-    cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout!.pipe(log);
-  child.stderr!.pipe(log);
-  let exited = false;
-  child.on('exit', () => { exited = true; });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (exited) throw new Error(`API exited during start; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
-    const ok = await fetch(`${url}/ready`).then((r) => r.status === 200, () => false);
-    if (ok) break;
-    if (Date.now() > deadline) throw new Error(`API not ready after 30 s; see ${logFile}`);
-    await sleep(200);
-  }
-  const ticks = 100; // USER_HZ on Linux
-  return {
-    url, child, logFile,
-    cpuSeconds() {
-      try {
-        const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        return { user: Number(f[11]) / ticks, sys: Number(f[12]) / ticks };
-      } catch {
-        return { user: NaN, sys: NaN };
-      }
-    },
-    async stop() {
-      if (exited) return;
-      const gone = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await gone;
-      clearTimeout(t);
-    },
-  };
-}
+const startApi = (env: Record<string, string>, tag: string) =>
+  startApiProcess(API_ENTRY, env, `/tmp/bench-holds-api-${tag}.log`, API_NODE_ARGS);
 
 // ---------------------------------------------------------------- runs
 

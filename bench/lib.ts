@@ -3,8 +3,12 @@
  * Benches are not tests: they print figures and PASS/MISS against the targets, and always exit 0
  * unless something broke (set BENCH_STRICT=1 to exit 1 on a MISS).
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
+import { createWriteStream, readFileSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import pg from 'pg';
 import { migrate } from '../shared/db/migrate.js';
@@ -189,4 +193,63 @@ export function finalVerdict(): void {
 export function machineNote(): string {
   const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
   return `node ${process.version}, ${os.cpus().length} cpus, loadavg ${load}`;
+}
+
+// ---------------------------------------------------------------- API child process
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface ApiProcess {
+  url: string;
+  child: ChildProcess;
+  logFile: string;
+  /** CPU seconds the API process has used so far (user, system), from /proc. */
+  cpuSeconds(): { user: number; sys: number };
+  stop(): Promise<void>;
+}
+
+/** Starts the API (a built .js, or a .ts through tsx) on a free port and waits for /ready. */
+export async function startApiProcess(
+  entry: string,
+  env: Record<string, string>,
+  logFile: string,
+  nodeArgs: string[] = [],
+): Promise<ApiProcess> {
+  const port = await freePort();
+  const log = createWriteStream(logFile);
+  const file = path.resolve(ROOT, entry);
+  const args = [...nodeArgs, ...(entry.endsWith('.ts') ? ['--import', 'tsx'] : []), file];
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout!.pipe(log);
+  child.stderr!.pipe(log);
+  let exited = false;
+  child.on('exit', () => { exited = true; });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (exited) throw new Error(`API exited during start; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
+    if (await fetch(`${url}/ready`).then((r) => r.status === 200, () => false)) break;
+    if (Date.now() > deadline) throw new Error(`API not ready after 30 s; see ${logFile}`);
+    await sleep(200);
+  }
+  const ticks = 100; // USER_HZ on Linux
+  return {
+    url, child, logFile,
+    cpuSeconds() {
+      try {
+        const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        return { user: Number(f[11]) / ticks, sys: Number(f[12]) / ticks };
+      } catch {
+        return { user: NaN, sys: NaN };
+      }
+    },
+    async stop() {
+      if (exited) return;
+      const gone = new Promise<void>((r) => child.once('exit', () => r()));
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await gone;
+      clearTimeout(t);
+    },
+  };
 }

@@ -17,16 +17,15 @@
  * SPREAD_NIGHTS (60), SPREAD_SELLABLE (20), API_ENTRY (api/server.ts, run through tsx; dist/api/server.js
  * works too), BENCH_REDIS_URL (redis://127.0.0.1:6379/7), KEEP_DB (0).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { cleanupOnSignal, envInt, envStr, fmt, freePort, freshDb, machineNote, printTable, runTag, signJwt, sleep, summarize } from './lib.js';
+import {
+  cleanupOnSignal, envInt, envStr, fmt, freshDb, machineNote, printTable, runTag, signJwt, sleep, startApiProcess, summarize,
+  type ApiProcess,
+} from './lib.js';
+import { NIGHTS_VS_BOOKINGS } from '../test/helpers/stays.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const DURATION_S = envInt('DURATION_S', 10);
 const CONNECTIONS = envInt('CONNECTIONS', 32);
 const WARMUP_S = envInt('WARMUP_S', 2);
@@ -44,43 +43,9 @@ const randInt = (min: number, max: number) => min + Math.floor(Math.random() * (
 
 // ---------------------------------------------------------------- API child
 
-interface Api {
-  url: string;
-  child: ChildProcess;
-  logFile: string;
-  stop(): Promise<void>;
-}
+type Api = ApiProcess;
 
-async function startApi(env: Record<string, string>, tag: string): Promise<Api> {
-  const port = await freePort();
-  const logFile = `/tmp/bench-stays-api-${tag}.log`;
-  const log = createWriteStream(logFile);
-  const args = API_ENTRY.endsWith('.ts') ? ['--import', 'tsx', path.resolve(ROOT, API_ENTRY)] : [path.resolve(ROOT, API_ENTRY)];
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env, PORT: String(port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.pipe(log);
-  child.stderr!.pipe(log);
-  let exited = false;
-  child.on('exit', () => { exited = true; });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (exited) throw new Error(`API exited during start; see ${logFile}:\n${readFileSync(logFile, 'utf8').slice(-2000)}`);
-    if (await fetch(`${url}/ready`).then((r) => r.status === 200, () => false)) break;
-    if (Date.now() > deadline) throw new Error(`API not ready after 30 s; see ${logFile}`);
-    await sleep(200);
-  }
-  return {
-    url, child, logFile,
-    async stop() {
-      if (exited) return;
-      const gone = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill('SIGTERM');
-      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await gone;
-      clearTimeout(t);
-    },
-  };
-}
+const startApi = (env: Record<string, string>, tag: string) => startApiProcess(API_ENTRY, env, `/tmp/bench-stays-api-${tag}.log`);
 
 // ---------------------------------------------------------------- catalogue, over the API
 
@@ -184,14 +149,7 @@ interface Check {
 
 async function check(db: pg.Client, roomTypeIds: number[]): Promise<Check> {
   const { rows } = await db.query(
-    `WITH b AS (
-       SELECT room_type_id, d::date AS night,
-              coalesce(sum(rooms) FILTER (WHERE status = 'HOLD'), 0)::int AS held,
-              coalesce(sum(rooms) FILTER (WHERE status IN ('CONFIRMED', 'ON_TRIP')), 0)::int AS confirmed
-       FROM booking CROSS JOIN LATERAL generate_series(check_in, check_out - 1, interval '1 day') d
-       WHERE kind = 'stay' AND room_type_id = ANY($1::bigint[])
-       GROUP BY 1, 2),
-     n AS (SELECT * FROM room_night WHERE room_type_id = ANY($1::bigint[]))
+    `${NIGHTS_VS_BOOKINGS}
      SELECT (SELECT count(*)::int FROM booking WHERE room_type_id = ANY($1::bigint[])) AS holds,
             count(n.night)::int AS nights,
             count(*) FILTER (WHERE n.held + n.confirmed > n.sellable)::int AS oversold,

@@ -121,12 +121,13 @@ export interface OutboxEntry {
 }
 
 /** Outbox rows of one message key (bookingId), in id order. */
-export async function outboxOf(h: Harness, key: number | string): Promise<OutboxEntry[]> {
+/** The outbox rows of one key (a booking), or all of them, in id order. */
+export async function outboxOf(h: Harness, key?: number | string): Promise<OutboxEntry[]> {
   const { rows } = await h.sql(
     `SELECT id::int, event_id::text AS "eventId", topic, message_key AS key, payload, published_at AS "publishedAt",
             dispatched_at AS "dispatchedAt"
-     FROM outbox WHERE message_key = $1 ORDER BY id`,
-    [String(key)],
+     FROM outbox WHERE $1::text IS NULL OR message_key = $1 ORDER BY id`,
+    [key === undefined ? null : String(key)],
   );
   return rows;
 }

@@ -5,6 +5,19 @@ import { signWebhook } from '../../shared/psp/signature.js';
 import type { Harness } from './harness.js';
 import type { Reply } from './http.js';
 
+/**
+ * SQL prefix for room types $1: `b` = rooms that bookings occupy per night (HOLD → held,
+ * CONFIRMED/ON_TRIP → confirmed), `n` = the counters those nights hold.
+ */
+export const NIGHTS_VS_BOOKINGS = `WITH b AS (
+    SELECT room_type_id, d::date AS night,
+           coalesce(sum(rooms) FILTER (WHERE status = 'HOLD'), 0)::int AS held,
+           coalesce(sum(rooms) FILTER (WHERE status IN ('CONFIRMED', 'ON_TRIP')), 0)::int AS confirmed
+    FROM booking CROSS JOIN LATERAL generate_series(check_in, check_out - 1, interval '1 day') d
+    WHERE kind = 'stay' AND room_type_id = ANY($1::bigint[])
+    GROUP BY 1, 2),
+  n AS (SELECT * FROM room_night WHERE room_type_id = ANY($1::bigint[]))`;
+
 /** `date` plus `n` days, both YYYY-MM-DD. */
 export const addDays = (date: string, n: number) =>
   new Date(Date.parse(`${date}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
@@ -141,14 +154,7 @@ const MOVES: Record<string, [held: number, confirmed: number]> = {
 export async function checkStayInvariants(h: Harness, roomTypeIds: number[]) {
   const { mismatches, ledger, nights, bookings } = await inSnapshot(h, async (q) => ({
     mismatches: await q(
-      `WITH b AS (
-         SELECT room_type_id, d::date AS night,
-                coalesce(sum(rooms) FILTER (WHERE status = 'HOLD'), 0)::int AS held,
-                coalesce(sum(rooms) FILTER (WHERE status IN ('CONFIRMED', 'ON_TRIP')), 0)::int AS confirmed
-         FROM booking CROSS JOIN LATERAL generate_series(check_in, check_out - 1, interval '1 day') d
-         WHERE kind = 'stay' AND room_type_id = ANY($1::bigint[])
-         GROUP BY 1, 2),
-       n AS (SELECT * FROM room_night WHERE room_type_id = ANY($1::bigint[]))
+      `${NIGHTS_VS_BOOKINGS}
        SELECT coalesce(n.room_type_id, b.room_type_id)::int AS rt, coalesce(n.night, b.night)::text AS night,
               n.sellable, n.held, n.confirmed, b.held AS "bookedHeld", b.confirmed AS "bookedConfirmed"
        FROM n FULL JOIN b ON b.room_type_id = n.room_type_id AND b.night = n.night

@@ -8,7 +8,8 @@ import { createDb } from '../../shared/db/pool.js';
 import { EVENT_TYPES } from '../../shared/events/topics.js';
 import { createKafka, ensureTopics, relayOnce, startRelay } from '../../workers/relay.js';
 import {
-  count, getBooking, holdCar, hostToken, mapLimit, operatorToken, paymentSucceeded, settledRefunds, signedWebhook, type Hold,
+  count, getBooking, holdCar, hostToken, mapLimit, operatorToken, outboxOf, paymentSucceeded, settledRefunds, signedWebhook,
+  type Hold, type OutboxEntry,
 } from '../helpers/payments.js';
 
 const BROKERS = ['127.0.0.1:9092'];
@@ -23,14 +24,7 @@ interface Received {
   value: Record<string, any>;
 }
 
-interface Row {
-  id: number;
-  eventId: string;
-  topic: string;
-  key: string;
-  payload: Record<string, any>;
-  publishedAt: Date | null;
-}
+type Row = OutboxEntry;
 
 let h: Harness;
 let prefix: string;
@@ -83,10 +77,7 @@ async function connectedProducer(): Promise<Producer> {
   return producer;
 }
 
-async function outbox(): Promise<Row[]> {
-  return (await h.sql(`SELECT id::int, event_id::text AS "eventId", topic, message_key AS key, payload, published_at AS "publishedAt"
-                       FROM outbox ORDER BY id`)).rows;
-}
+const outbox = () => outboxOf(h);
 const unpublished = () => count(h, `SELECT 1 FROM outbox WHERE published_at IS NULL`);
 const waitAllPublished = (timeoutMs = 20_000) => waitFor(async () => (await unpublished()) === 0, timeoutMs);
 /** Waits until every outbox event was received at least once; returns the outbox. */
