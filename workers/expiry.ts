@@ -20,7 +20,10 @@ export const expiryWorker: WorkerDefinition<typeof expiryPayload> = {
   queue: EXPIRY_QUEUE,
   payload: expiryPayload,
   concurrency: 20,
-  defaultJobOptions: { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 5, backoff: { type: 'exponential', delay: 500 } },
+  // A failing check (database down, a bug) retries every ≤ 30 s for days instead of giving up: a job left
+  // in the failed set would block the sweeper's re-add (same job id) and the hold would never expire.
+  defaultJobOptions: { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 20_000, backoff: { type: 'expiry' } },
+  settings: { backoffStrategy: (attemptsMade: number) => Math.min(30_000, 250 * 2 ** Math.max(0, attemptsMade - 1)) },
   async processor(deps, data) {
     const queue = deps.queues[EXPIRY_QUEUE]!;
     if ('sweep' in data) {

@@ -3,11 +3,11 @@ import { webcrypto } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { z } from 'zod';
 import { DomainError } from '../../shared/domain/errors.js';
-import type { Actor } from '../../shared/domain/actor.js';
+import type { Actor, Role } from '../../shared/domain/actor.js';
 import type { ApiState } from '../context.js';
 
 const claims = z.object({
-  sub: z.string().regex(/^[1-9]\d{0,15}$/),
+  sub: z.string().regex(/^[1-9]\d{0,15}$/).refine((s) => Number.isSafeInteger(Number(s))),
   role: z.enum(['customer', 'host', 'operator']),
 });
 
@@ -28,11 +28,13 @@ export async function verifyBearer(secret: CryptoKey, header: string | undefined
   return { id: Number(c.data.sub), role: c.data.role };
 }
 
-export function authenticate(jwtSecret: string): Middleware<ApiState> {
+/** Authenticates, then refuses (403) a role that may not call the endpoint — before any input is read. */
+export function authenticate(jwtSecret: string, roles?: readonly Role[]): Middleware<ApiState> {
   // A CryptoKey imported once: given raw bytes or a KeyObject, jose imports the key on every request.
   const secret = webcrypto.subtle.importKey('raw', new TextEncoder().encode(jwtSecret), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
   return async (ctx, next) => {
     ctx.state.actor = await verifyBearer(await secret, ctx.get('authorization') || undefined);
+    if (roles && !roles.includes(ctx.state.actor.role)) throw new DomainError('FORBIDDEN', 'your role may not do this');
     await next();
   };
 }

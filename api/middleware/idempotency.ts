@@ -11,7 +11,7 @@ export interface Answer {
 }
 
 // A claim older than this is presumed abandoned by a crashed process and may be taken over.
-const LEASE_SECONDS = 30;
+const LEASE_SECONDS = 120;
 // Answers that say "try again later" are not remembered: the key stays usable.
 const TRANSIENT = new Set(['RATE_LIMITED', 'UNAVAILABLE', 'INTERNAL', 'IDEMPOTENCY_IN_PROGRESS']);
 

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { ApiState } from '../context.js';
 
-const acceptable = /^[\w.:\-]{1,128}$/;
+// Any visible ASCII (spaces inside allowed) that is safe to echo in a header.
+const acceptable = /^[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?$/;
 
 /** Echoes the caller's X-Request-Id (when sane), else mints one; every response carries it. */
 export const requestId: Middleware<ApiState> = async (ctx, next) => {

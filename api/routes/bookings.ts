@@ -6,9 +6,9 @@ import { actorOf, authenticate } from '../middleware/auth.js';
 import { idempotent } from '../middleware/idempotency.js';
 import { HoldRateLimiter } from '../middleware/rate-limit.js';
 import { id, instant, isoDate, parse, pathId } from '../validation.js';
-import { advanceTrip, cancelBooking, getBooking, holdBooking, type HoldInput } from '../../shared/usecases/bookings.js';
+import { advanceTrip, cancelBooking, checkHoldInput, getBooking, holdBooking, type HoldInput } from '../../shared/usecases/bookings.js';
 import { startPayment } from '../../shared/usecases/payments.js';
-import { DomainError, forbidden } from '../../shared/domain/errors.js';
+import { DomainError } from '../../shared/domain/errors.js';
 
 const carHold = z.object({ carId: id, from: instant, to: instant });
 const stayHold = z.object({ roomTypeId: id, checkIn: isoDate, checkOut: isoDate, rooms: z.number().int().min(1).max(100).default(1) });
@@ -28,11 +28,12 @@ export function bookingRoutes(deps: ApiDeps) {
     deps.metrics.rateLimiterFailOpen.inc());
   const auth = authenticate(deps.config.JWT_SECRET);
 
-  router.post('/bookings', auth, async (ctx) => {
+  router.post('/bookings', authenticate(deps.config.JWT_SECRET, ['customer']), async (ctx) => {
     const actor = actorOf(ctx.state);
     const input = holdInput(jsonBody(ctx.state));
     const key = parse(idempotencyKey, ctx.get('idempotency-key') || undefined, 'header');
-    if (actor.role !== 'customer') throw forbidden();
+    // All validation, the clock-dependent part included, comes before the limiter.
+    checkHoldInput(input, deps.clock.now());
     const answer = await idempotent(deps.db, actor.id, key, jsonBody(ctx.state), async () => {
       const slot = await limiter.acquire(actor.id);
       try {
@@ -54,7 +55,7 @@ export function bookingRoutes(deps: ApiDeps) {
     ctx.body = await getBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'));
   });
 
-  router.get('/bookings/:id/pay', auth, async (ctx) => {
+  router.get('/bookings/:id/pay', authenticate(deps.config.JWT_SECRET, ['customer']), async (ctx) => {
     const url = await startPayment(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'));
     ctx.redirect(url);
     ctx.status = 303;
@@ -66,7 +67,7 @@ export function bookingRoutes(deps: ApiDeps) {
   });
 
   for (const action of ['pickup', 'return'] as const) {
-    router.post(`/bookings/:id/${action}`, auth, async (ctx) => {
+    router.post(`/bookings/:id/${action}`, authenticate(deps.config.JWT_SECRET, ['host', 'operator']), async (ctx) => {
       ctx.body = await advanceTrip(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), action);
     });
   }

@@ -29,13 +29,18 @@ const publicCar = ({ hostId: _h, turnaroundMinutes: _t, ...c }: CarRow) => c;
 
 export function carRoutes(deps: ApiDeps) {
   const router = new Router<ApiState>();
-  router.post('/cars', authenticate(deps.config.JWT_SECRET), async (ctx) => {
+  router.post('/cars', authenticate(deps.config.JWT_SECRET, ['host', 'operator']), async (ctx) => {
     const input = parse(newCar, jsonBody(ctx.state), 'body');
     ctx.status = 201;
     ctx.body = await createCar(deps, actorOf(ctx.state), input);
   });
   router.get('/cars', async (ctx) => {
     const q = parse(search, ctx.query, 'query');
+    // Listed means "a hold for [from, to) would be accepted now", and no hold starts in the past.
+    if (q.from.getTime() <= deps.clock.now().getTime()) {
+      ctx.body = { cars: [] };
+      return;
+    }
     const key = `${q.city}|${q.from.toISOString()}|${q.to.toISOString()}|${q.limit}`;
     const cars = await cachedSearch(deps.redis, deps.metrics, 'cars', key, deps.config.SEARCH_CACHE_TTL_S, async () =>
       (await searchAvailableCars(deps.db, q)).map(publicCar));

@@ -4,7 +4,7 @@ import type { ApiDeps, ApiState } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { currency, isoDate, money, parse, pathId, queryInt, text } from '../validation.js';
-import { createHotel, createRoomType, requireOperator } from '../../shared/usecases/catalogue.js';
+import { createHotel, createRoomType } from '../../shared/usecases/catalogue.js';
 import { adjustInventory, getInventory, getInventoryAudit } from '../../shared/usecases/inventory.js';
 import { nightsBetween, MAX_STAY_NIGHTS } from '../../shared/usecases/bookings.js';
 import { searchAvailability } from '../../shared/db/hotels.js';
@@ -26,12 +26,8 @@ const availability = z
 
 export function hotelRoutes(deps: ApiDeps) {
   const router = new Router<ApiState>();
-  const authenticated = authenticate(deps.config.JWT_SECRET);
   // Role is checked before the input, so a customer learns nothing about the operator API's shape.
-  const auth: typeof authenticated = (ctx, next) => authenticated(ctx, () => {
-    requireOperator(actorOf(ctx.state));
-    return next();
-  });
+  const auth = authenticate(deps.config.JWT_SECRET, ['operator']);
 
   router.get('/hotels/availability', async (ctx) => {
     const q = parse(availability, ctx.query, 'query');

@@ -45,6 +45,14 @@ export const openapiDocument = {
   },
 };
 
+// Every templated path declares its path parameters, as OpenAPI 3 requires.
+for (const [path, item] of Object.entries(openapiDocument.paths)) {
+  const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+  for (const op of Object.values(item) as { parameters?: unknown[] }[]) {
+    op.parameters = [...names.map((name) => ({ name, in: 'path', required: true, schema: { type: 'integer', minimum: 1 } })), ...(op.parameters ?? [])];
+  }
+}
+
 export function openapiRoutes() {
   const router = new Router<ApiState>();
   router.get('/openapi.json', (ctx) => {

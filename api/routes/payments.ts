@@ -4,7 +4,7 @@ import type { ApiDeps, ApiState } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { parse } from '../validation.js';
 import { verifyWebhookSignature } from '../../shared/psp/signature.js';
-import { DomainError } from '../../shared/domain/errors.js';
+import { DomainError, validation } from '../../shared/domain/errors.js';
 import { handleWebhook } from '../../shared/usecases/payments.js';
 import { logger } from '../../shared/logger.js';
 
@@ -32,6 +32,8 @@ export function paymentRoutes(deps: ApiDeps) {
       throw new DomainError('INVALID_SIGNATURE', 'webhook signature missing, wrong, or outside 300 s');
     }
     const e = parse(event, jsonBody(ctx.state), 'body');
+    // Effects happen once per providerTxnId: a success must name it.
+    if (e.type === 'payment_intent.succeeded' && !e.data.providerTxnId) throw validation('data.providerTxnId', 'data.providerTxnId: Required');
     const outcome = await handleWebhook(deps, { ...e, created: e.created ?? now });
     logger.info({ eventId: e.id, type: e.type, reference: e.data.reference, outcome }, 'webhook applied');
     ctx.body = { received: true };

@@ -104,9 +104,12 @@ export async function transition(
   return r.rowCount === 1;
 }
 
-export async function markPayRequested(db: CommonQueryMethods, id: number, at: Date): Promise<void> {
-  await db.query(sql.unsafe`
-    UPDATE booking SET pay_requested_at = coalesce(pay_requested_at, ${at.toISOString()}::timestamptz) WHERE id = ${id}`);
+/** Notes that a payment may be in flight; false when the booking is no longer a HOLD. */
+export async function markPayRequested(db: CommonQueryMethods, id: number, at: Date): Promise<boolean> {
+  const r = await db.query(sql.unsafe`
+    UPDATE booking SET pay_requested_at = coalesce(pay_requested_at, ${at.toISOString()}::timestamptz)
+    WHERE id = ${id} AND status = 'HOLD'`);
+  return r.rowCount === 1;
 }
 
 export async function savePaymentIntent(db: CommonQueryMethods, id: number, intentId: string): Promise<void> {

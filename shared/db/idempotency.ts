@@ -49,17 +49,19 @@ export async function claimKey(
   return { kind: 'in_progress', requestHash: existing.requestHash };
 }
 
+/** Records the answer; false when another request already completed the key (a lease taken over). */
 export async function completeKey(
   db: CommonQueryMethods,
   customerId: number,
   key: string,
   status: number,
   body: unknown,
-): Promise<void> {
-  await db.query(sql.unsafe`
+): Promise<boolean> {
+  const r = await db.query(sql.unsafe`
     UPDATE idempotency_key SET state = 'DONE', response_status = ${status}, response_body = ${sql.jsonb(body as never)},
       locked_until = NULL
-    WHERE customer_id = ${customerId} AND key = ${key}`);
+    WHERE customer_id = ${customerId} AND key = ${key} AND state = 'IN_PROGRESS'`);
+  return r.rowCount === 1;
 }
 
 export async function releaseKey(db: CommonQueryMethods, customerId: number, key: string): Promise<void> {

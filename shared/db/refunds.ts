@@ -78,3 +78,11 @@ export async function settleRefund(
     WHERE id = ${id} AND status = 'PENDING'`);
   return r.rowCount === 1;
 }
+
+/** PENDING refunds nobody has tried for `idleSeconds` (their job was lost, or gave up). */
+export async function stalePendingRefunds(db: CommonQueryMethods, idleSeconds: number, limit: number) {
+  return db.any(sql.type(z.object({ id: z.number(), attempts: z.number() }))`
+    SELECT id, attempts FROM refund
+    WHERE status = 'PENDING' AND updated_at < now() - make_interval(secs => ${idleSeconds})
+    ORDER BY id LIMIT ${limit}`);
+}

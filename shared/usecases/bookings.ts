@@ -51,6 +51,11 @@ export function checkStayDates(checkIn: string, checkOut: string): void {
   if (nights > MAX_STAY_NIGHTS) throw validation('checkOut', 'a stay has at most 30 nights');
 }
 
+export function checkHoldInput(input: HoldInput, now: Date): void {
+  if (input.kind === 'car') checkCarPeriod(input.from, input.to, now);
+  else checkStayDates(input.checkIn, input.checkOut);
+}
+
 export interface HoldOptions {
   /** Completes the customer's idempotency key in the same transaction as the hold. */
   idempotencyKey?: string;
@@ -60,8 +65,7 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
   if (actor.role !== 'customer') throw forbidden();
   const now = deps.clock.now();
   const holdExpiresAt = new Date(now.getTime() + deps.config.HOLD_TTL_S * 1000);
-  if (input.kind === 'car') checkCarPeriod(input.from, input.to, now);
-  else checkStayDates(input.checkIn, input.checkOut);
+  checkHoldInput(input, now);
 
   const finish = async (tx: CommonQueryMethods, bookingId: number, depositAmount: number, currency: string, data: object) => {
     const result: HoldResult = {
@@ -72,7 +76,10 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
       type: 'booking.held', key: bookingId, occurredAt: now,
       data: { bookingId, kind: input.kind, customerId: actor.id, ...data, holdExpiresAt: result.holdExpiresAt, depositAmount, currency },
     });
-    if (opts.idempotencyKey) await completeKey(tx, actor.id, opts.idempotencyKey, 201, result);
+    // Losing this means a request that took over our expired lease answered first: roll the hold back.
+    if (opts.idempotencyKey && !(await completeKey(tx, actor.id, opts.idempotencyKey, 201, result))) {
+      throw new DomainError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key was completed by another request');
+    }
     return result;
   };
 

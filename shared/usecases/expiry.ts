@@ -4,13 +4,13 @@ import type { CommonQueryMethods } from '../db/pool.js';
 import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
 import { confirmFromProvider } from './payments.js';
-import { ProviderUnreachableError } from '../psp/client.js';
+import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
 
 export type ExpiryOutcome =
   | { kind: 'not_hold' }
   | { kind: 'not_due'; checkAt: Date }
   | { kind: 'kept'; checkAt: Date; why: 'processing' | 'unreachable' }
-  | { kind: 'confirmed' | 'refunded' | 'duplicate' | 'unknown_booking' }
+  | { kind: 'confirmed' }
   | { kind: 'expired' }
   | { kind: 'lost_race' };
 
@@ -44,19 +44,19 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
   let keep: 'processing' | 'unreachable' | null = null;
   try {
     const intents = await deps.psp.listPaymentIntents(String(b.id));
-    const paid = intents.find((i) => i.status === 'succeeded');
-    if (paid) {
+    for (const paid of intents.filter((i) => i.status === 'succeeded')) {
       const outcome = await confirmFromProvider(deps, {
         reference: String(b.id), paymentIntentId: paid.id, amount: paid.amount, currency: paid.currency,
         providerTxnId: paid.providerTxnId ?? `intent:${paid.id}`,
       });
-      // A duplicate means the webhook recorded this very payment first and has already decided.
-      return { kind: outcome };
+      if (outcome === 'confirmed') return { kind: 'confirmed' };
+      // Refunded (wrong amount, …) or already recorded: this success does not keep the hold alive.
     }
     if (intents.some((i) => i.status === 'processing')) keep = 'processing';
   } catch (e) {
-    if (!(e instanceof ProviderUnreachableError)) throw e;
-    keep = 'unreachable';
+    // Only "cannot be reached" (connection, timeout, 5xx) may keep a hold; a 4xx says nothing is in flight.
+    if (e instanceof ProviderUnreachableError) keep = 'unreachable';
+    else if (!(e instanceof ProviderRejectedError)) throw e;
   }
   const expiresAt = new Date(b.holdExpiresAt!).getTime();
   const deadline = expiresAt + deps.config.PAYMENT_GRACE_S * 1000;

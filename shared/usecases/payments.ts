@@ -9,7 +9,7 @@ import { applyInventoryEffect } from './inventory-effects.js';
 import { requestRefund } from './bookings.js';
 import { settleRefundOnce } from './refunds.js';
 import { isOwner } from './access.js';
-import { ProviderUnreachableError } from '../psp/client.js';
+import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 
 /** Creates (first call) or reuses (provider idempotency key deposit-{id}) the deposit intent; returns the checkout URL. */
@@ -18,7 +18,10 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
   if (!b || !isOwner(actor, b)) throw notFound('booking');
   if (b.status !== 'HOLD') throw invalidState(b.status, 'pay');
   // From here on the payment state is "unknown" until the provider says otherwise: expiry asks it first.
-  await markPayRequested(deps.db, b.id, deps.clock.now());
+  // Conditional on HOLD, so no intent is created for a booking that expired or was cancelled meanwhile.
+  if (!(await markPayRequested(deps.db, b.id, deps.clock.now()))) {
+    throw invalidState((await findBooking(deps.db, b.id))?.status ?? 'unknown', 'pay');
+  }
   try {
     const intent = await deps.psp.createPaymentIntent(
       { amount: b.depositAmount, currency: b.currency, reference: String(b.id) },
@@ -29,6 +32,9 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
   } catch (e) {
     if (e instanceof ProviderUnreachableError) {
       throw new DomainError('UNAVAILABLE', 'the payment provider did not answer; try again');
+    }
+    if (e instanceof ProviderRejectedError) {
+      throw new DomainError('UNAVAILABLE', 'the payment provider refused to create the payment');
     }
     throw e;
   }
@@ -72,6 +78,7 @@ export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Dep
     return 'confirmed';
   }
   const reason = b.status !== 'HOLD' ? `payment for ${b.status} booking` : 'amount does not match the deposit';
+  if (p.amount === 0) return 'refunded'; // nothing was taken, nothing to give back
   await requestRefund(tx, now, {
     bookingId: b.id, paymentId, paymentIntentId: p.paymentIntentId, amount: p.amount, currency: p.currency, reason,
   });
@@ -101,7 +108,7 @@ export async function handleWebhook(deps: Deps, event: WebhookEvent): Promise<st
       case 'payment_intent.succeeded':
         return applyPaymentSuccess(tx, deps, {
           reference: d.reference, paymentIntentId: d.paymentIntentId, amount: d.amount, currency: d.currency,
-          providerTxnId: d.providerTxnId ?? `intent:${d.paymentIntentId}`,
+          providerTxnId: d.providerTxnId!,
         });
       case 'refund.succeeded':
       case 'refund.failed': {
