@@ -38,14 +38,15 @@ describe('zonedWallTimeToInstant', () => {
     expect(t.getTime()).toBeGreaterThanOrEqual(Date.parse('2027-03-28T01:00:00Z'));
     // Shifted by the gap (as Temporal's "compatible" disambiguation): 03:30 CEST.
     expect(iso(t)).toBe('2027-03-28T01:30:00.000Z');
+    // West of Greenwich too: 02:30 on New York's spring-forward night is 03:30 EDT, not 01:30 EST.
+    expect(iso(zonedWallTimeToInstant('2025-03-09', '02:30', 'America/New_York'))).toBe('2025-03-09T07:30:00.000Z');
   });
 
   it('Europe/Berlin: autumn fall-back day', () => {
     expect(iso(zonedWallTimeToInstant('2027-10-31', '14:00', 'Europe/Berlin'))).toBe('2027-10-31T13:00:00.000Z');
     expect(iso(zonedWallTimeToInstant('2027-10-30', '14:00', 'Europe/Berlin'))).toBe('2027-10-30T12:00:00.000Z');
-    // 02:30 happens twice: either instant is that wall time.
-    const t = iso(zonedWallTimeToInstant('2027-10-31', '02:30', 'Europe/Berlin'));
-    expect(['2027-10-31T00:30:00.000Z', '2027-10-31T01:30:00.000Z']).toContain(t);
+    // 02:30 happens twice: the first occurrence (02:30 CEST).
+    expect(iso(zonedWallTimeToInstant('2027-10-31', '02:30', 'Europe/Berlin'))).toBe('2027-10-31T00:30:00.000Z');
   });
 
   it('Asia/Ho_Chi_Minh is UTC+7 all year', () => {
