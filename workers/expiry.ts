@@ -41,7 +41,7 @@ export const expiryWorker: WorkerDefinition<typeof expiryPayload> = {
 };
 
 export async function startSweeper(queue: Queue): Promise<void> {
-  await queue.upsertJobScheduler('expiry-sweep', { every: SWEEP_EVERY_MS }, { name: 'sweep', data: { sweep: true }, opts: { removeOnComplete: true, removeOnFail: 100 } });
+  await queue.upsertJobScheduler('expiry-sweep', { every: SWEEP_EVERY_MS }, { name: 'sweep', data: { sweep: true }, opts: { removeOnComplete: true, removeOnFail: 100, attempts: 1 } });
 }
 
 if (isEntry(import.meta.url)) {
