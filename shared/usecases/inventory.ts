@@ -42,7 +42,7 @@ export async function adjustInventory(
       const nights = await listNights(tx, roomTypeId, q.from, q.to);
       await writeEvent(tx, {
         type: 'inventory.adjusted', key: roomTypeId, occurredAt: deps.clock.now(),
-        data: { roomTypeId, from: q.from, to: q.to, sellable: q.sellable, reason: q.reason, actor: describeActor(actor) },
+        data: { bookingId: null, roomTypeId, from: q.from, to: q.to, sellable: q.sellable, reason: q.reason, actor: describeActor(actor) },
       });
       return { nights };
     });
