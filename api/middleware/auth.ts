@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { webcrypto } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { z } from 'zod';
-import { DomainError } from '../../shared/domain/errors.js';
+import { DomainError, forbidden } from '../../shared/domain/errors.js';
 import type { Actor, Role } from '../../shared/domain/actor.js';
 import type { ApiState } from '../context.js';
 
@@ -34,7 +34,7 @@ export function authenticate(jwtSecret: string, roles?: readonly Role[]): Middle
   const secret = webcrypto.subtle.importKey('raw', new TextEncoder().encode(jwtSecret), { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
   return async (ctx, next) => {
     ctx.state.actor = await verifyBearer(await secret, ctx.get('authorization') || undefined);
-    if (roles && !roles.includes(ctx.state.actor.role)) throw new DomainError('FORBIDDEN', 'your role may not do this');
+    if (roles && !roles.includes(ctx.state.actor.role)) throw forbidden();
     await next();
   };
 }
