@@ -402,7 +402,8 @@ async function main() {
     const secret = `bench-jwt-${tag}`;
     api = await startApi({
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `b${tag}`,
-      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, LOG_LEVEL: 'warn', NODE_ENV: 'production',
+      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, PSP_API_KEY: `bench-psp-${tag}`, DASHBOARD_PASSWORD: `bench-dash-${tag}`,
+      LOG_LEVEL: 'warn', NODE_ENV: 'production',
       SEARCH_CACHE_TTL_S: '0',
     }, tag);
     console.log(`api: pid ${api.child.pid} on ${api.url} (log ${api.logFile})`);

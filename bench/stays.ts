@@ -199,7 +199,8 @@ async function main() {
     const secret = `bench-jwt-${tag}`;
     api = await startApi({
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `bs${tag}`,
-      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, LOG_LEVEL: 'warn', NODE_ENV: 'production',
+      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, PSP_API_KEY: `bench-psp-${tag}`, DASHBOARD_PASSWORD: `bench-dash-${tag}`,
+      LOG_LEVEL: 'warn', NODE_ENV: 'production',
       SEARCH_CACHE_TTL_S: '0', HOLD_RATE_LIMIT: '1000000000', HOLD_RATE_WINDOW_S: '60',
     }, tag);
     console.log(`db ${db.name}; api pid ${api.child.pid} on ${api.url} (${API_ENTRY}; log ${api.logFile})`);
