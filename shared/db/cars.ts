@@ -27,10 +27,6 @@ export async function insertCar(db: CommonQueryMethods, car: NewCar): Promise<Ca
     RETURNING ${columns}`);
 }
 
-export async function findCar(db: CommonQueryMethods, id: number): Promise<CarRow | null> {
-  return db.maybeOne(sql.type(carRow)`SELECT ${columns} FROM car WHERE id = ${id}`);
-}
-
 export interface CarSearch {
   city: string;
   from: Date;

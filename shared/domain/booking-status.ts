@@ -17,5 +17,3 @@ export function nextStatus(status: BookingStatus, action: BookingAction): Bookin
   return t.from.includes(status) ? t.to : null;
 }
 
-/** Statuses that occupy inventory (car calendar or room nights). */
-export const OCCUPYING: readonly BookingStatus[] = ['HOLD', 'CONFIRMED', 'ON_TRIP'];
