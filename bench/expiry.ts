@@ -16,7 +16,7 @@ import type { Worker } from 'bullmq';
 import pg from 'pg';
 import { parseConfig } from '../shared/config.js';
 import { createDeps } from '../shared/runtime.js';
-import { holdBooking } from '../shared/usecases/bookings.js';
+import { holdBooking } from '../shared/usecases/holds.js';
 import { openQueues, startWorker, type WorkerDeps } from '../workers/runner.js';
 import { EXPIRY_QUEUE, expiryWorker, startSweeper } from '../workers/expiry.js';
 import { dispatcherQueues, startDispatcher } from '../workers/dispatcher.js';

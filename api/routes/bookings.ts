@@ -6,7 +6,8 @@ import { actorOf, authenticate } from '../middleware/auth.js';
 import { idempotent } from '../middleware/idempotency.js';
 import { HoldRateLimiter } from '../middleware/rate-limit.js';
 import { id, instant, isoDate, parse, pathId } from '../validation.js';
-import { advanceTrip, cancelBooking, checkHoldInput, getBooking, holdBooking, type HoldInput } from '../../shared/usecases/bookings.js';
+import { advanceTrip, cancelBooking, getBooking } from '../../shared/usecases/bookings.js';
+import { checkHoldInput, holdBooking, type HoldInput } from '../../shared/usecases/holds.js';
 import { startPayment } from '../../shared/usecases/payments.js';
 import { DomainError } from '../../shared/domain/errors.js';
 

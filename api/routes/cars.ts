@@ -6,7 +6,7 @@ import { actorOf, authenticate } from '../middleware/auth.js';
 import { currency, id, instant, money, parse, queryInt, text } from '../validation.js';
 import { createCar } from '../../shared/usecases/catalogue.js';
 import { searchAvailableCars, type CarRow } from '../../shared/db/cars.js';
-import { MAX_CAR_SPAN_MS } from '../../shared/usecases/bookings.js';
+import { MAX_CAR_SPAN_MS } from '../../shared/domain/booking.js';
 import { cachedSearch } from '../search-cache.js';
 
 const newCar = z.object({

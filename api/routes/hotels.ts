@@ -6,7 +6,8 @@ import { actorOf, authenticate } from '../middleware/auth.js';
 import { currency, isoDate, money, parse, pathId, queryInt, text } from '../validation.js';
 import { createHotel, createRoomType } from '../../shared/usecases/catalogue.js';
 import { adjustInventory, getInventory, getInventoryAudit } from '../../shared/usecases/inventory.js';
-import { nightsBetween, MAX_STAY_NIGHTS } from '../../shared/usecases/bookings.js';
+import { MAX_STAY_NIGHTS } from '../../shared/domain/booking.js';
+import { nightsBetween } from '../../shared/domain/nights.js';
 import { searchAvailability } from '../../shared/db/hotels.js';
 import { cachedSearch } from '../search-cache.js';
 

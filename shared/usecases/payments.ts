@@ -6,9 +6,8 @@ import { insertPayment, recordWebhookEvent } from '../db/payments.js';
 import { findRefundForWebhook } from '../db/refunds.js';
 import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
-import { requestRefund } from './bookings.js';
-import { settleRefundOnce } from './refunds.js';
-import { isOwner } from './access.js';
+import { requestRefund, settleRefundOnce } from './refunds.js';
+import { isOwner } from '../domain/booking.js';
 import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 

@@ -1,8 +1,17 @@
 import type { Deps } from './deps.js';
 import type { CommonQueryMethods } from '../db/pool.js';
-import { findRefund, noteRefundAttempt, settleRefund, type RefundRow } from '../db/refunds.js';
+import { findRefund, insertRefund, noteRefundAttempt, settleRefund, type NewRefund, type RefundRow } from '../db/refunds.js';
 import { writeEvent } from '../events/outbox.js';
 import { ProviderRejectedError } from '../psp/client.js';
+
+/** Creates a PENDING refund and its refund.requested event, in the caller's transaction; the refund worker pays it. */
+export async function requestRefund(tx: CommonQueryMethods, now: Date, r: NewRefund): Promise<void> {
+  const refund = await insertRefund(tx, r);
+  await writeEvent(tx, {
+    type: 'refund.requested', key: r.bookingId, occurredAt: now,
+    data: { bookingId: r.bookingId, refundId: refund.id, amount: r.amount, currency: r.currency, paymentIntentId: r.paymentIntentId, reason: r.reason },
+  });
+}
 
 /** PENDING → SUCCEEDED/FAILED exactly once, with its event; false when already settled. */
 export async function settleRefundOnce(
