@@ -1,7 +1,8 @@
 import type { Queue } from 'bullmq';
 import type { DatabasePool } from '../shared/db/pool.js';
 import { claimUndispatched, markDispatched, type OutboxRow } from '../shared/db/outbox.js';
-import { NOTIFIED_EVENTS, NOTIFY_CHANNELS, type EventType } from '../shared/events/topics.js';
+import { NOTIFY_CHANNELS, isNotified } from '../shared/events/topics.js';
+import { parseEvent, type PublishedEvent } from '../shared/events/payloads.js';
 import { parseConfig, type Config } from '../shared/config.js';
 import { createDb } from '../shared/db/pool.js';
 import { onShutdown, requestRedis } from '../shared/runtime.js';
@@ -26,18 +27,30 @@ function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** The stored event, parsed; null (logged, no jobs) when it does not match its type's schema. */
+function eventOf(row: OutboxRow): PublishedEvent | null {
+  try {
+    return parseEvent(row.topic, row.payload);
+  } catch (err) {
+    // Never block the outbox on one bad row. Expiry and refunds have database sweeps behind their jobs;
+    // the event still reaches Kafka through the relay.
+    logger.error({ err: String(err), eventId: row.eventId, topic: row.topic }, 'outbox event does not match its schema; no jobs');
+    return null;
+  }
+}
+
 /** The jobs an event asks for. Job ids are derived from the event, so dispatching twice adds nothing. */
 async function enqueue(queues: Queues, row: OutboxRow): Promise<void> {
-  const type = row.topic as EventType;
-  const p = row.payload as { bookingId?: number; holdExpiresAt?: string; refundId?: number };
+  const e = eventOf(row);
+  if (!e) return;
   const adds: Promise<unknown>[] = [];
-  if (type === 'booking.held') adds.push(scheduleExpiry(queues[EXPIRY_QUEUE]!, p.bookingId!, new Date(p.holdExpiresAt!)));
-  if (type === 'refund.requested') adds.push(queues[REFUNDS_QUEUE]!.add('refund', { refundId: p.refundId! }, { jobId: refundJobId(p.refundId!, row.eventId) }));
-  if (NOTIFIED_EVENTS.includes(type)) {
+  if (e.type === 'booking.held') adds.push(scheduleExpiry(queues[EXPIRY_QUEUE]!, e.bookingId, new Date(e.holdExpiresAt)));
+  if (e.type === 'refund.requested') adds.push(queues[REFUNDS_QUEUE]!.add('refund', { refundId: e.refundId }, { jobId: refundJobId(e.refundId, e.eventId) }));
+  if (isNotified(e.type)) {
     for (const channel of NOTIFY_CHANNELS) {
       adds.push((queues[NOTIFICATIONS_QUEUE] as Queue).add(
-        'notify', { eventId: row.eventId, eventType: type, bookingId: p.bookingId!, channel },
-        { jobId: notificationJobId(row.eventId, channel) },
+        'notify', { eventId: e.eventId, eventType: e.type, bookingId: e.bookingId, channel },
+        { jobId: notificationJobId(e.eventId, channel) },
       ));
     }
   }

@@ -1,7 +1,7 @@
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { DatabasePool } from '../shared/db/pool.js';
 import { claimUnpublished, lockShard, markPublished, SHARDS } from '../shared/db/outbox.js';
-import { EVENT_TYPES, topicName, type EventType } from '../shared/events/topics.js';
+import { EVENT_TYPES, topicName } from '../shared/events/topics.js';
 import { parseConfig } from '../shared/config.js';
 import { createDb } from '../shared/db/pool.js';
 import { onShutdown } from '../shared/runtime.js';
@@ -38,7 +38,7 @@ async function publishShard(db: DatabasePool, producer: Producer, prefix: string
     if (rows.length === 0) return 0;
     const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
     for (const r of rows) {
-      const topic = topicName(prefix, r.topic as EventType);
+      const topic = topicName(prefix, r.topic);
       if (!byTopic.has(topic)) byTopic.set(topic, []);
       byTopic.get(topic)!.push({ key: r.key, value: JSON.stringify(r.payload), headers: { 'event-id': r.eventId, 'event-type': r.topic } });
     }

@@ -11,6 +11,20 @@ export const outboxRow = z.object({
 });
 export type OutboxRow = z.infer<typeof outboxRow>;
 
+export interface NewOutboxRow {
+  eventId: string;
+  topic: string;
+  key: string;
+  payload: Record<string, unknown>;
+}
+
+/** One INSERT in the caller's transaction: the event exists exactly when the change it describes does. */
+export async function insertOutboxEvent(tx: CommonQueryMethods, row: NewOutboxRow): Promise<void> {
+  await tx.query(sql.unsafe`
+    INSERT INTO outbox (event_id, topic, message_key, payload)
+    VALUES (${row.eventId}, ${row.topic}, ${row.key}, ${sql.jsonb(row.payload as never)})`);
+}
+
 const columns = sql.fragment`id, event_id::text AS "eventId", topic, message_key AS key, payload, created_at AS "createdAt"`;
 
 /** Rows not yet turned into jobs; SKIP LOCKED lets several dispatchers share the table. */

@@ -64,9 +64,8 @@ export async function cancelBooking(deps: Deps, actor: Actor, id: number, reason
     const refund = cancellationRefund(b, actor, now);
     await transition(tx, b, 'CANCELLED');
     await applyInventoryEffect(tx, b, b.status, 'CANCELLED', describeActor(actor));
-    await writeEvent(tx, {
-      type: 'booking.cancelled', key: b.id, occurredAt: now,
-      data: { bookingId: b.id, customerId: b.customerId, cancelledBy: describeActor(actor), reason, refundAmount: refund, currency: b.currency },
+    await writeEvent(tx, 'booking.cancelled', now, {
+      bookingId: b.id, customerId: b.customerId, cancelledBy: describeActor(actor), reason, refundAmount: refund, currency: b.currency,
     });
     if (refund > 0) {
       const payment = await confirmingPayment(tx, b.id);
@@ -90,7 +89,7 @@ export async function advanceTrip(deps: Deps, actor: Actor, id: number, action: 
     const now = deps.clock.now();
     await transition(tx, b, to);
     await applyInventoryEffect(tx, b, b.status, to, describeActor(actor));
-    await writeEvent(tx, { type: tripEvents[action], key: b.id, occurredAt: now, data: { bookingId: b.id, customerId: b.customerId, by: describeActor(actor) } });
+    await writeEvent(tx, tripEvents[action], now, { bookingId: b.id, customerId: b.customerId, by: describeActor(actor) });
     return { bookingId: b.id, status: to };
   });
 }

@@ -78,9 +78,6 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
 async function expireLocked(tx: CommonQueryMethods, deps: Deps, b: Booking): Promise<ExpiryOutcome> {
   await transition(tx, b, 'EXPIRED');
   await applyInventoryEffect(tx, b, 'HOLD', 'EXPIRED', 'system:expiry');
-  await writeEvent(tx, {
-    type: 'booking.expired', key: b.id, occurredAt: deps.clock.now(),
-    data: { bookingId: b.id, customerId: b.customerId, kind: b.kind },
-  });
+  await writeEvent(tx, 'booking.expired', deps.clock.now(), { bookingId: b.id, customerId: b.customerId, kind: b.kind });
   return { kind: 'expired' };
 }

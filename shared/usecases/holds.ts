@@ -36,6 +36,11 @@ export interface HoldOptions {
   idempotencyKey?: string;
 }
 
+/** What the hold books, as booking.held carries it. */
+type Booked =
+  | { kind: 'car'; carId: number; from: string; to: string }
+  | { kind: 'stay'; roomTypeId: number; checkIn: string; checkOut: string; rooms: number };
+
 const soldOut = () => new DomainError('SOLD_OUT', 'some night of the stay lacks the rooms asked for');
 
 export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, opts: HoldOptions = {}): Promise<HoldResult> {
@@ -44,14 +49,13 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
   const holdExpiresAt = new Date(now.getTime() + deps.config.HOLD_TTL_S * 1000);
   checkHoldInput(input, now);
 
-  const finish = async (tx: CommonQueryMethods, bookingId: number, depositAmount: number, currency: string, data: object) => {
+  const finish = async (tx: CommonQueryMethods, bookingId: number, depositAmount: number, currency: string, booked: Booked) => {
     const result: HoldResult = {
       bookingId, kind: input.kind, status: 'HOLD', holdExpiresAt: holdExpiresAt.toISOString(), depositAmount, currency,
       paymentUrl: `${deps.config.PUBLIC_BASE_URL}/bookings/${bookingId}/pay`,
     };
-    await writeEvent(tx, {
-      type: 'booking.held', key: bookingId, occurredAt: now,
-      data: { bookingId, kind: input.kind, customerId: actor.id, ...data, holdExpiresAt: result.holdExpiresAt, depositAmount, currency },
+    await writeEvent(tx, 'booking.held', now, {
+      bookingId, customerId: actor.id, ...booked, holdExpiresAt: result.holdExpiresAt, depositAmount, currency,
     });
     // Losing this means a request that took over our expired lease answered first: roll the hold back.
     if (opts.idempotencyKey && !(await completeKey(tx, actor.id, opts.idempotencyKey, 201, result))) {
@@ -66,7 +70,7 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
         const hold = await insertCarHold(tx, { customerId: actor.id, carId: input.carId, from: input.from, to: input.to, holdExpiresAt });
         if (!hold) throw notFound('car');
         return finish(tx, hold.id, hold.depositAmount, hold.currency, {
-          carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString(),
+          kind: 'car', carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString(),
         });
       });
     } catch (e) {
@@ -95,7 +99,7 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
       await attributeChanges(tx, { actor: describeActor(actor), reason: 'hold', bookingId: id });
       await moveRooms(tx, { roomTypeId: roomType.id, from: input.checkIn, to: input.checkOut, rooms: input.rooms, give: 'held' });
       return finish(tx, id, deposit, roomType.currency, {
-        roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut, rooms: input.rooms,
+        kind: 'stay', roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut, rooms: input.rooms,
       });
     });
   } catch (e) {

@@ -34,9 +34,8 @@ export async function adjustInventory(
       await attributeChanges(tx, { actor: describeActor(actor), reason: q.reason, bookingId: null });
       await setSellable(tx, roomTypeId, q.from, q.to, q.sellable);
       const nights = await listNights(tx, roomTypeId, q.from, q.to);
-      await writeEvent(tx, {
-        type: 'inventory.adjusted', key: roomTypeId, occurredAt: deps.clock.now(),
-        data: { bookingId: null, roomTypeId, from: q.from, to: q.to, sellable: q.sellable, reason: q.reason, actor: describeActor(actor) },
+      await writeEvent(tx, 'inventory.adjusted', deps.clock.now(), {
+        bookingId: null, roomTypeId, from: q.from, to: q.to, sellable: q.sellable, reason: q.reason, actor: describeActor(actor),
       });
       return { nights };
     });

@@ -1,9 +1,7 @@
 import type { DatabasePool } from '../db/pool.js';
 import { findBooking } from '../db/bookings.js';
 import { recordDelivery } from '../db/notifications.js';
-import type { NOTIFY_CHANNELS } from '../events/topics.js';
-
-export type Channel = (typeof NOTIFY_CHANNELS)[number];
+import type { Channel } from '../events/topics.js';
 
 export interface Notification {
   eventId: string;

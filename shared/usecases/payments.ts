@@ -70,10 +70,7 @@ export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Dep
   if (confirms) {
     await transition(tx, b, 'CONFIRMED');
     await applyInventoryEffect(tx, b, 'HOLD', 'CONFIRMED', 'system:payment');
-    await writeEvent(tx, {
-      type: 'booking.confirmed', key: b.id, occurredAt: now,
-      data: { bookingId: b.id, customerId: b.customerId, paymentId, amount: p.amount, currency: p.currency },
-    });
+    await writeEvent(tx, 'booking.confirmed', now, { bookingId: b.id, customerId: b.customerId, paymentId, amount: p.amount, currency: p.currency });
     return 'confirmed';
   }
   const reason = b.status !== 'HOLD' ? `payment for ${b.status} booking` : 'amount does not match the deposit';

@@ -7,9 +7,8 @@ import { ProviderRejectedError } from '../psp/client.js';
 /** Creates a PENDING refund and its refund.requested event, in the caller's transaction; the refund worker pays it. */
 export async function requestRefund(tx: CommonQueryMethods, now: Date, r: NewRefund): Promise<void> {
   const refund = await insertRefund(tx, r);
-  await writeEvent(tx, {
-    type: 'refund.requested', key: r.bookingId, occurredAt: now,
-    data: { bookingId: r.bookingId, refundId: refund.id, amount: r.amount, currency: r.currency, paymentIntentId: r.paymentIntentId, reason: r.reason },
+  await writeEvent(tx, 'refund.requested', now, {
+    bookingId: r.bookingId, refundId: refund.id, amount: r.amount, currency: r.currency, paymentIntentId: r.paymentIntentId, reason: r.reason,
   });
 }
 
@@ -22,10 +21,8 @@ export async function settleRefundOnce(
   providerRefundId: string | null,
 ): Promise<boolean> {
   if (!(await settleRefund(tx, refund.id, status, providerRefundId))) return false;
-  await writeEvent(tx, {
-    type: status === 'SUCCEEDED' ? 'refund.succeeded' : 'refund.failed',
-    key: refund.bookingId, occurredAt: deps.clock.now(),
-    data: { bookingId: refund.bookingId, refundId: refund.id, amount: refund.amount, currency: refund.currency },
+  await writeEvent(tx, status === 'SUCCEEDED' ? 'refund.succeeded' : 'refund.failed', deps.clock.now(), {
+    bookingId: refund.bookingId, refundId: refund.id, amount: refund.amount, currency: refund.currency,
   });
   return true;
 }
