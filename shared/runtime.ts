@@ -34,18 +34,3 @@ export async function createDeps(config: Config, opts: { clock?: Clock; poolSize
     psp: pspClient(config),
   };
 }
-
-/** Runs `stop` once on SIGTERM/SIGINT, then exits. */
-export function onShutdown(stop: () => Promise<void>, log: (m: string) => void = () => {}): void {
-  let stopping = false;
-  const handler = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log(`${signal}: shutting down`);
-    const force = setTimeout(() => process.exit(1), 25_000);
-    force.unref();
-    stop().then(() => process.exit(0), () => process.exit(1));
-  };
-  process.on('SIGTERM', () => handler('SIGTERM'));
-  process.on('SIGINT', () => handler('SIGINT'));
-}

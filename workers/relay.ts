@@ -4,9 +4,8 @@ import { claimUnpublished, lockShard, markPublished, SHARDS } from '../shared/db
 import { EVENT_TYPES, topicName } from '../shared/events/topics.js';
 import { parseConfig } from '../shared/config.js';
 import { createDb } from '../shared/db/pool.js';
-import { onShutdown } from '../shared/runtime.js';
+import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
-import { isEntry } from './runner.js';
 import { drainOnNotify } from './wake.js';
 
 const BATCH = 1000;
@@ -80,17 +79,18 @@ export async function startRelay(db: DatabasePool, databaseUrl: string, brokers:
 }
 
 if (isEntry(import.meta.url)) {
-  const config = parseConfig();
-  const db = await createDb(config.DATABASE_URL, { maximumPoolSize: SHARDS + 2 });
-  if (config.kafkaBrokers.length === 0) {
-    logger.warn('KAFKA_BROKERS is unset: events wait in the outbox until a relay with brokers runs');
-    onShutdown(() => db.end());
-  } else {
+  await runProcess('relay', async () => {
+    const config = parseConfig();
+    const db = await createDb(config.DATABASE_URL, { maximumPoolSize: SHARDS + 2 });
+    if (config.kafkaBrokers.length === 0) {
+      logger.warn('KAFKA_BROKERS is unset: events wait in the outbox until a relay with brokers runs');
+      return () => db.end();
+    }
     const relay = await startRelay(db, config.DATABASE_URL, config.kafkaBrokers, config.KAFKA_TOPIC_PREFIX);
-    logger.info({ brokers: config.kafkaBrokers }, 'relay started');
-    onShutdown(async () => {
+    logger.info({ brokers: config.kafkaBrokers }, 'relay publishing');
+    return async () => {
       await relay.stop();
       await db.end();
-    });
-  }
+    };
+  });
 }
