@@ -27,6 +27,7 @@ const processes: Record<string, string> = {
   expiry: 'workers/expiry.js',
   refunds: 'workers/refunds.js',
   notifications: 'workers/notifications.js',
+  maintenance: 'workers/maintenance.js',
   dispatcher: 'workers/dispatcher.js',
   relay: 'workers/relay.js',
   dashboard: 'dashboards/server.js',

@@ -1,19 +1,15 @@
 import { processExpiry } from '../shared/usecases/expiry.js';
 import { dueHolds } from '../shared/db/bookings.js';
-import { purgeKeys } from '../shared/db/idempotency.js';
 import { isEntry } from '../shared/process.js';
 import { EXPIRY_QUEUE } from '../shared/queues/registry.js';
 import { scheduleExpiry } from '../shared/queues/queues.js';
 import { runWorkerProcess, type WorkerDefinition, type WorkerDeps } from './runner.js';
-
-const KEEP_IDEMPOTENCY_KEYS_HOURS = 48;
 
 /** The expiry-sweep tick: re-adds the check of every due hold (same job id, so nothing runs twice). */
 export async function sweepDueHolds(deps: WorkerDeps): Promise<number> {
   const now = deps.clock.now();
   const due = await dueHolds(deps.db, now, 1000);
   await Promise.all(due.map((h) => scheduleExpiry(deps.queues, h.id, h.nextExpiryCheckAt, now.getTime())));
-  if (now.getUTCSeconds() === 0 && now.getUTCMilliseconds() < 1000) await purgeKeys(deps.db, KEEP_IDEMPOTENCY_KEYS_HOURS);
   return due.length;
 }
 

@@ -7,9 +7,9 @@ import { checkCarHold, checkStayDates, stayDeposit, type BookingKind } from '../
 import { findRoomType } from '../db/hotels.js';
 import { lockNights, listNights, attributeChanges, moveRooms, type NightRow } from '../db/inventory.js';
 import { insertCarHold, insertStayHold } from '../db/bookings.js';
-import { completeKey } from '../db/idempotency.js';
 import { writeEvent } from '../events/outbox.js';
 import type { CommonQueryMethods } from '../db/pool.js';
+import { idempotent, type Outcome, type Remember } from './idempotency.js';
 
 export type HoldInput =
   | { kind: 'car'; carId: number; from: Date; to: Date }
@@ -32,8 +32,8 @@ export function checkHoldInput(input: HoldInput, now: Date): void {
 }
 
 export interface HoldOptions {
-  /** Completes the customer's idempotency key in the same transaction as the hold. */
-  idempotencyKey?: string;
+  /** Runs inside the hold's transaction once the hold is written (the idempotency key's completion). */
+  beforeCommit?: Remember<HoldResult>;
 }
 
 /** What the hold books, as booking.held carries it. */
@@ -57,10 +57,7 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
     await writeEvent(tx, 'booking.held', now, {
       bookingId, customerId: actor.id, ...booked, holdExpiresAt: result.holdExpiresAt, depositAmount, currency,
     });
-    // Losing this means a request that took over our expired lease answered first: roll the hold back.
-    if (opts.idempotencyKey && !(await completeKey(tx, actor.id, opts.idempotencyKey, 201, result))) {
-      throw new DomainError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key was completed by another request');
-    }
+    await opts.beforeCommit?.(tx, result);
     return result;
   };
 
@@ -107,4 +104,49 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
     if (e instanceof CheckIntegrityConstraintViolationError) throw soldOut();
     throw e;
   }
+}
+
+/** The per-customer budget of new holds (HOLD_RATE_LIMIT per HOLD_RATE_WINDOW_S). */
+export interface HoldLimiter {
+  /** Takes one of the customer's slots, or throws RATE_LIMITED. */
+  acquire(customerId: number): Promise<{ release(): Promise<void> }>;
+}
+
+export interface HoldDeps extends Deps {
+  holdLimiter: HoldLimiter;
+  /** Told the outcome of every hold attempt that reached the limiter: 'held' or the refusal's code. */
+  onHoldAttempt?: (kind: BookingKind, outcome: string) => void;
+}
+
+export interface HoldRequest {
+  idempotencyKey?: string;
+  /** The request body as received: a replay of the key must carry the same. */
+  body: unknown;
+}
+
+/**
+ * POST /bookings: validation (the clock included) first, then the Idempotency-Key, then the rate limit,
+ * then the hold. Only a created hold keeps its limiter slot; a replay never reaches the limiter.
+ */
+export async function placeHold(
+  deps: HoldDeps,
+  actor: Actor,
+  input: HoldInput,
+  request: HoldRequest,
+): Promise<{ outcome: Outcome<HoldResult>; replayed: boolean }> {
+  if (actor.role !== 'customer') throw forbidden();
+  checkHoldInput(input, deps.clock.now());
+  const scope = request.idempotencyKey === undefined ? undefined : { customerId: actor.id, key: request.idempotencyKey, request: request.body };
+  return idempotent(deps, scope, async (remember) => {
+    const slot = await deps.holdLimiter.acquire(actor.id);
+    try {
+      const result = await holdBooking(deps, actor, input, { beforeCommit: remember });
+      deps.onHoldAttempt?.(input.kind, 'held');
+      return result;
+    } catch (e) {
+      await slot.release();
+      deps.onHoldAttempt?.(input.kind, e instanceof DomainError ? e.code.toLowerCase() : 'error');
+      throw e;
+    }
+  });
 }

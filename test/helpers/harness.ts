@@ -16,7 +16,7 @@ import { expiryWorker } from '../../workers/expiry.js';
 import { refundsWorker } from '../../workers/refunds.js';
 import { notificationsWorker } from '../../workers/notifications.js';
 import { startDispatcher } from '../../workers/dispatcher.js';
-import { openQueues, upsertSchedule } from '../../shared/queues/queues.js';
+import { openQueues, upsertSchedule, type Queues } from '../../shared/queues/queues.js';
 import { webhookNotificationProvider } from '../../shared/usecases/notifications.js';
 import { client, token, type Client } from './http.js';
 
@@ -56,8 +56,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const base = await createDeps(config, { clock: opts.clock });
   const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
   redis.on('error', () => {});
-  // Producers for every queue (also without workers: tests call sweeps and use cases that enqueue).
-  const queues = openQueues(config);
+  // Without workers there are no queues at all (a harness whose Redis is down must still close).
+  const queues = opts.workers ? openQueues(config) : ({} as Queues);
   const deps: WorkerDeps = { ...base, queues };
   const metrics = createMetrics();
   const closeGauges = registerOpsGauges(metrics, base.db, config);
