@@ -1,25 +1,19 @@
 import Router from '@koa/router';
-import { z } from 'zod';
 import type { ApiDeps, ApiState } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { HoldRateLimiter } from '../hold-rate-limiter.js';
-import { id, instant, isoDate, parse, pathId } from '../validation.js';
+import { parse, pathId } from '../validation.js';
+import { cancelBody, carHoldBody, holdBodyObject, idempotencyKeyHeader, stayHoldBody } from '../schemas/bookings.js';
 import { advanceTrip, cancelBooking, getBooking } from '../../shared/usecases/bookings.js';
 import { placeHold, type HoldDeps, type HoldInput } from '../../shared/usecases/holds.js';
 import { refusalError } from '../../shared/usecases/idempotency.js';
 import { startPayment } from '../../shared/usecases/payments.js';
 
-const carHold = z.object({ carId: id, from: instant, to: instant });
-const stayHold = z.object({ roomTypeId: id, checkIn: isoDate, checkOut: isoDate, rooms: z.number().int().min(1).max(100).default(1) });
-const bodyObject = z.record(z.unknown(), { invalid_type_error: 'a JSON object is required', required_error: 'a JSON object is required' });
-const idempotencyKeyHeader = z.string().min(1).max(255).optional();
-const cancel = z.object({ reason: z.string().max(500).optional() }).optional();
-
 function holdInput(body: unknown): HoldInput {
-  const obj = parse(bodyObject, body, 'body');
-  if ('roomTypeId' in obj) return { kind: 'stay', ...parse(stayHold, obj, 'body') };
-  return { kind: 'car', ...parse(carHold, obj, 'body') };
+  const obj = parse(holdBodyObject, body, 'body');
+  if ('roomTypeId' in obj) return { kind: 'stay', ...parse(stayHoldBody, obj, 'body') };
+  return { kind: 'car', ...parse(carHoldBody, obj, 'body') };
 }
 
 export function bookingRoutes(deps: ApiDeps) {
@@ -53,7 +47,7 @@ export function bookingRoutes(deps: ApiDeps) {
   });
 
   router.post('/bookings/:id/cancel', auth, async (ctx) => {
-    const body = parse(cancel, jsonBody(ctx.state), 'body');
+    const body = parse(cancelBody, jsonBody(ctx.state), 'body');
     ctx.body = await cancelBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), body?.reason ?? null);
   });
 

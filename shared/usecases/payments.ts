@@ -8,6 +8,7 @@ import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
 import { requestRefund, settleRefundOnce } from './refunds.js';
 import { isOwner } from '../domain/booking.js';
+import { parseIdText } from '../domain/ids.js';
 import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 
@@ -47,9 +48,11 @@ export interface PaymentSuccess {
   currency: string;
 }
 
+/** A provider `reference` is the bookingId as text (anything else names no booking). */
+const bookingIdOf = (reference: string) => parseIdText(reference);
+
 export type PaymentOutcome = 'confirmed' | 'refunded' | 'duplicate' | 'unknown_booking';
 
-const bookingIdOf = (reference: string): number | null => (/^[1-9]\d{0,15}$/.test(reference) ? Number(reference) : null);
 
 /**
  * Applies a provider success once per providerTxnId, in the caller's transaction. A success for a HOLD
