@@ -32,7 +32,7 @@ const processes: Record<string, string> = {
   relay: 'workers/relay.js',
   dashboard: 'dashboards/server.js',
 };
-if (!config.PSP_URL) processes.psp = 'workers/psp-sandbox/main.js';
+if (!config.PSP_URL) processes.psp = 'sandbox/main.js';
 
 const children = new Map<string, ChildProcess>();
 let stopping = false;

@@ -1,6 +1,7 @@
 import type { Deps } from './deps.js';
 import type { Actor } from '../domain/actor.js';
-import { DomainError, invalidState, notFound } from '../domain/errors.js';
+import { DomainError, invalidState, notFound, validation } from '../domain/errors.js';
+import type { WebhookEvent } from '../psp/webhook-event.js';
 import { findBooking, markPayRequested, savePaymentIntent, transition } from '../db/bookings.js';
 import { insertPayment, recordWebhookEvent } from '../db/payments.js';
 import { findRefundForWebhook } from '../db/refunds.js';
@@ -84,31 +85,21 @@ export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Dep
   return 'refunded';
 }
 
-export interface WebhookEvent {
-  id: string;
-  type: string;
-  created: number;
-  data: {
-    paymentIntentId: string;
-    reference: string;
-    amount: number;
-    currency: string;
-    providerTxnId: string | null;
-    refundId?: string | null;
-  };
+/** The payment a payment_intent.succeeded event reports (null for other types); effects are keyed on its providerTxnId. */
+function successOf({ type, data: d }: WebhookEvent): PaymentSuccess | null {
+  if (type !== 'payment_intent.succeeded') return null;
+  if (!d.providerTxnId) throw validation('data.providerTxnId', 'data.providerTxnId: Required');
+  return { reference: d.reference, paymentIntentId: d.paymentIntentId, amount: d.amount, currency: d.currency, providerTxnId: d.providerTxnId };
 }
 
 /** Applies a verified provider event once per event id; its effect is committed before this returns. */
-export async function handleWebhook(deps: Deps, event: WebhookEvent): Promise<string> {
+export async function handleWebhook(deps: Deps, event: WebhookEvent & { created: number }): Promise<string> {
+  const success = successOf(event);
   return deps.db.transaction(async (tx) => {
     if (!(await recordWebhookEvent(tx, event.id, event.type, event))) return 'duplicate_event';
+    if (success) return applyPaymentSuccess(tx, deps, success);
     const d = event.data;
     switch (event.type) {
-      case 'payment_intent.succeeded':
-        return applyPaymentSuccess(tx, deps, {
-          reference: d.reference, paymentIntentId: d.paymentIntentId, amount: d.amount, currency: d.currency,
-          providerTxnId: d.providerTxnId!,
-        });
       case 'refund.succeeded':
       case 'refund.failed': {
         const refund = await findRefundForWebhook(tx, {

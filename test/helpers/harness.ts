@@ -10,7 +10,7 @@ import type { Clock } from '../../shared/domain/clock.js';
 import { createApp } from '../../api/app.js';
 import { createMetrics } from '../../api/metrics.js';
 import { registerOpsGauges } from '../../api/ops-gauges.js';
-import { createPspSandbox, type PspSandbox } from '../../workers/psp-sandbox/app.js';
+import { createPspSandbox, type PspSandbox } from '../../sandbox/app.js';
 import { startWorker, type WorkerDeps } from '../../workers/runner.js';
 import { expiryWorker } from '../../workers/expiry.js';
 import { refundsWorker } from '../../workers/refunds.js';
