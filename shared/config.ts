@@ -40,7 +40,9 @@ export type Config = z.infer<typeof schema> & { pspUrl: string; kafkaBrokers: st
 
 const SECRETS = new Set(['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
 
 /** Parses the environment once; throws naming each bad variable, never echoing secret values. */
 export function parseConfig(env: Record<string, string | undefined> = process.env): Config {

@@ -101,7 +101,7 @@ export async function transition(
   to: BookingStatus,
 ): Promise<boolean> {
   const holdFields = to === 'HOLD' ? sql.fragment`` : sql.fragment`, hold_expires_at = NULL, next_expiry_check_at = NULL`;
-  const r = await db.query(sql.unsafe`
+  const r = await db.query(sql.typeAlias('void')`
     UPDATE booking SET status = ${to}, version = version + 1, updated_at = now() ${holdFields}
     WHERE id = ${b.id} AND version = ${b.version}`);
   return r.rowCount === 1;
@@ -109,19 +109,19 @@ export async function transition(
 
 /** Notes that a payment may be in flight; false when the booking is no longer a HOLD. */
 export async function markPayRequested(db: CommonQueryMethods, id: number, at: Date): Promise<boolean> {
-  const r = await db.query(sql.unsafe`
+  const r = await db.query(sql.typeAlias('void')`
     UPDATE booking SET pay_requested_at = coalesce(pay_requested_at, ${at.toISOString()}::timestamptz)
     WHERE id = ${id} AND status = 'HOLD'`);
   return r.rowCount === 1;
 }
 
 export async function savePaymentIntent(db: CommonQueryMethods, id: number, intentId: string): Promise<void> {
-  await db.query(sql.unsafe`UPDATE booking SET payment_intent_id = ${intentId} WHERE id = ${id} AND payment_intent_id IS NULL`);
+  await db.query(sql.typeAlias('void')`UPDATE booking SET payment_intent_id = ${intentId} WHERE id = ${id} AND payment_intent_id IS NULL`);
 }
 
 /** Pushes the next expiry check of a HOLD (payment may be in flight). */
 export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: Date): Promise<void> {
-  await db.query(sql.unsafe`
+  await db.query(sql.typeAlias('void')`
     UPDATE booking SET next_expiry_check_at = ${at.toISOString()}::timestamptz WHERE id = ${id} AND status = 'HOLD'`);
 }
 

@@ -28,7 +28,9 @@ export async function settleRefundOnce(
 }
 
 /** Thrown while the provider has not settled the refund yet: the job retries with backoff. */
-export class RefundStillPendingError extends Error {}
+export class RefundStillPendingError extends Error {
+  override name = 'RefundStillPendingError';
+}
 
 export type RefundOutcome = 'SUCCEEDED' | 'FAILED' | 'already_settled' | 'missing';
 
