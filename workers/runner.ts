@@ -1,11 +1,11 @@
 import { Worker, type Job } from 'bullmq';
 import { parseConfig } from '../shared/config.js';
-import { createDeps, queueConnection } from '../shared/runtime.js';
+import { createDeps } from '../shared/runtime.js';
 import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { QUEUES, type JobData, type QueueName } from '../shared/queues/registry.js';
-import { closeQueues, openQueues, schedulesOf, upsertSchedule, type Queues } from '../shared/queues/queues.js';
+import { closeQueues, openQueues, queueConnection, schedulesOf, upsertSchedule, type Queues } from '../shared/queues/queues.js';
 
 export interface WorkerDeps extends Deps {
   queues: Queues;

@@ -1,11 +1,20 @@
-import { Queue } from 'bullmq';
+import { Queue, type ConnectionOptions } from 'bullmq';
 import type { Config } from '../config.js';
-import { queueConnection } from '../runtime.js';
 import {
   EXPIRY_QUEUE, NOTIFICATIONS_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES,
   expiryJobId, notificationJobId, refundJobId, refundSweepJobId,
   type JobData, type QueueName, type ScheduleId,
 } from './registry.js';
+
+/** BullMQ wants blocking connections that retry forever (producers and workers alike). */
+export function queueConnection(url: string): ConnectionOptions {
+  const u = new URL(url);
+  return {
+    host: u.hostname, port: Number(u.port || 6379), db: Number(u.pathname.slice(1) || 0),
+    username: u.username || undefined, password: u.password ? decodeURIComponent(u.password) : undefined,
+    maxRetriesPerRequest: null,
+  };
+}
 
 /** A producer for every registered queue. */
 export type Queues = { readonly [Q in QueueName]: Queue };
