@@ -41,43 +41,65 @@ type Booked =
   | { kind: 'car'; carId: number; from: string; to: string }
   | { kind: 'stay'; roomTypeId: number; checkIn: string; checkOut: string; rooms: number };
 
-const soldOut = () => new DomainError('SOLD_OUT', 'some night of the stay lacks the rooms asked for');
+/** One hold being made: who, when, until when, and what else must commit with it. */
+interface Hold {
+  actor: Actor;
+  now: Date;
+  expiresAt: Date;
+  beforeCommit?: Remember<HoldResult>;
+}
 
+/** Creates a HOLD (car or stay) with its booking.held event, in one transaction; validation comes first. */
 export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, opts: HoldOptions = {}): Promise<HoldResult> {
   if (actor.role !== 'customer') throw forbidden();
   const now = deps.clock.now();
-  const holdExpiresAt = new Date(now.getTime() + deps.config.HOLD_TTL_S * 1000);
   checkHoldInput(input, now);
+  const hold: Hold = { actor, now, expiresAt: new Date(now.getTime() + deps.config.HOLD_TTL_S * 1000), beforeCommit: opts.beforeCommit };
+  return input.kind === 'car' ? holdCar(deps, hold, input) : holdStay(deps, hold, input);
+}
 
-  const finish = async (tx: CommonQueryMethods, bookingId: number, depositAmount: number, currency: string, booked: Booked) => {
-    const result: HoldResult = {
-      bookingId, kind: input.kind, status: 'HOLD', holdExpiresAt: holdExpiresAt.toISOString(), depositAmount, currency,
-      paymentUrl: `${deps.config.PUBLIC_BASE_URL}/bookings/${bookingId}/pay`,
-    };
-    await writeEvent(tx, 'booking.held', now, {
-      bookingId, customerId: actor.id, ...booked, holdExpiresAt: result.holdExpiresAt, depositAmount, currency,
-    });
-    await opts.beforeCommit?.(tx, result);
-    return result;
+/** The last step of every hold, inside its transaction: the answer, the event, and what must commit with them. */
+async function commitHold(
+  tx: CommonQueryMethods,
+  deps: Deps,
+  hold: Hold,
+  b: { bookingId: number; depositAmount: number; currency: string; booked: Booked },
+): Promise<HoldResult> {
+  const { bookingId, depositAmount, currency, booked } = b;
+  const result: HoldResult = {
+    bookingId, kind: booked.kind, status: 'HOLD', holdExpiresAt: hold.expiresAt.toISOString(), depositAmount, currency,
+    paymentUrl: `${deps.config.PUBLIC_BASE_URL}/bookings/${bookingId}/pay`,
   };
+  await writeEvent(tx, 'booking.held', hold.now, {
+    bookingId, customerId: hold.actor.id, ...booked, holdExpiresAt: result.holdExpiresAt, depositAmount, currency,
+  });
+  await hold.beforeCommit?.(tx, result);
+  return result;
+}
 
-  if (input.kind === 'car') {
-    try {
-      return await deps.db.transaction(async (tx) => {
-        const hold = await insertCarHold(tx, { customerId: actor.id, carId: input.carId, from: input.from, to: input.to, holdExpiresAt });
-        if (!hold) throw notFound('car');
-        return finish(tx, hold.id, hold.depositAmount, hold.currency, {
-          kind: 'car', carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString(),
-        });
+/** A car: one INSERT whose exclusion constraint, not a prior read, decides whether the car is free. */
+async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind: 'car' }>): Promise<HoldResult> {
+  try {
+    return await deps.db.transaction(async (tx) => {
+      const row = await insertCarHold(tx, { customerId: hold.actor.id, carId: input.carId, from: input.from, to: input.to, holdExpiresAt: hold.expiresAt });
+      if (!row) throw notFound('car');
+      return commitHold(tx, deps, hold, {
+        bookingId: row.id, depositAmount: row.depositAmount, currency: row.currency,
+        booked: { kind: 'car', carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString() },
       });
-    } catch (e) {
-      if (e instanceof CheckExclusionConstraintViolationError) {
-        throw new DomainError('CAR_UNAVAILABLE', 'the car is already booked for an overlapping period (turnaround included)');
-      }
-      throw e;
+    });
+  } catch (e) {
+    if (e instanceof CheckExclusionConstraintViolationError) {
+      throw new DomainError('CAR_UNAVAILABLE', 'the car is already booked for an overlapping period (turnaround included)');
     }
+    throw e;
   }
+}
 
+const soldOut = () => new DomainError('SOLD_OUT', 'some night of the stay lacks the rooms asked for');
+
+/** A stay: every night of it, under the nights' row locks taken in date order, or none. */
+async function holdStay(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind: 'stay' }>): Promise<HoldResult> {
   const roomType = await findRoomType(deps.db, input.roomTypeId);
   if (!roomType) throw notFound('room type');
   const deposit = stayDeposit(roomType.depositAmount, input.rooms);
@@ -90,13 +112,14 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
     return await deps.db.transaction(async (tx) => {
       if (!enough(await lockNights(tx, roomType.id, input.checkIn, input.checkOut))) throw soldOut();
       const id = await insertStayHold(tx, {
-        customerId: actor.id, roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut,
-        rooms: input.rooms, depositAmount: deposit, currency: roomType.currency, holdExpiresAt,
+        customerId: hold.actor.id, roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut,
+        rooms: input.rooms, depositAmount: deposit, currency: roomType.currency, holdExpiresAt: hold.expiresAt,
       });
-      await attributeChanges(tx, { actor: describeActor(actor), reason: 'hold', bookingId: id });
+      await attributeChanges(tx, { actor: describeActor(hold.actor), reason: 'hold', bookingId: id });
       await moveRooms(tx, { roomTypeId: roomType.id, from: input.checkIn, to: input.checkOut, rooms: input.rooms, give: 'held' });
-      return finish(tx, id, deposit, roomType.currency, {
-        kind: 'stay', roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut, rooms: input.rooms,
+      return commitHold(tx, deps, hold, {
+        bookingId: id, depositAmount: deposit, currency: roomType.currency,
+        booked: { kind: 'stay', roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut, rooms: input.rooms },
       });
     });
   } catch (e) {
