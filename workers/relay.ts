@@ -84,7 +84,12 @@ if (isEntry(import.meta.url)) {
     const db = await createDb(config.DATABASE_URL, { maximumPoolSize: SHARDS + 2 });
     if (config.kafkaBrokers.length === 0) {
       logger.warn('KAFKA_BROKERS is unset: events wait in the outbox until a relay with brokers runs');
-      return () => db.end();
+      // Nothing to do, but stay up: the supervisor restarts a process that exits.
+      const idle = setInterval(() => {}, 60_000);
+      return async () => {
+        clearInterval(idle);
+        await db.end();
+      };
     }
     const relay = await startRelay(db, config.DATABASE_URL, config.kafkaBrokers, config.KAFKA_TOPIC_PREFIX);
     logger.info({ brokers: config.kafkaBrokers }, 'relay publishing');
