@@ -32,9 +32,8 @@ import pg from 'pg';
 import { createDb, type DatabasePool } from '../shared/db/pool.js';
 import { insertCarHold, type NewCarHold } from '../shared/db/bookings.js';
 import { writeEvent } from '../shared/events/outbox.js';
-import type { CommonQueryMethods } from '../shared/db/pool.js';
 import {
-  cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
+  captureSql, cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
   ROOT, runTag, signJwt, sleep, startApiProcess, summarize, verdict, type ApiProcess, type Summary,
 } from './lib.js';
 
@@ -235,22 +234,6 @@ async function paced(api: Api, secret: string, label: string, rate: number, dura
 
 // ---------------------------------------------------------------- raw (no HTTP)
 
-/** The SQL and values slonik would send for insertCarHold / writeEvent, captured without a database. */
-async function capture(fn: (db: CommonQueryMethods) => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
-  let q: { sql: string; values: readonly unknown[] } | undefined;
-  const grab = async (query: { sql: string; values: readonly unknown[] }) => {
-    q = query;
-    return { rows: [{ id: 1 }], rowCount: 1 };
-  };
-  const fake = {
-    oneFirst: async (x: never) => { await grab(x); return 1; },
-    maybeOne: async (x: never) => { await grab(x); return { id: 1, depositAmount: DEPOSIT, currency: 'VND' }; },
-    query: grab,
-  } as unknown as CommonQueryMethods;
-  await fn(fake);
-  return { text: q!.sql.replace(/\$slonik_(\d+)/g, '$$$1'), values: [...q!.values] };
-}
-
 function newHold(): NewCarHold {
   const h = randomHold();
   return {
@@ -310,11 +293,11 @@ function slonikHold(db: DatabasePool): OneHold {
  */
 async function pgHold(pool: pg.Pool): Promise<OneHold> {
   const sample = newHold();
-  const ins = await capture((db) => insertCarHold(db, sample));
+  const ins = await captureSql((db) => insertCarHold(db, sample), { id: 1, depositAmount: DEPOSIT, currency: 'VND' });
   const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(),
     h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString(), h.carId];
   const ev = heldEvent(42, sample);
-  const out = await capture((db) => writeEvent(db, ev));
+  const out = await captureSql((db) => writeEvent(db, ev));
   const outValues = (eventId: string, e: ReturnType<typeof heldEvent>) =>
     [eventId, e.type, String(e.key), JSON.stringify({ eventId, type: e.type, occurredAt: e.occurredAt.toISOString(), ...e.data })];
   if (JSON.stringify(ins.values) !== JSON.stringify(insValues(sample))) throw new Error('insertCarHold values changed; update bench/holds.ts');

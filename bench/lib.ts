@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import pg from 'pg';
 import { migrate } from '../shared/db/migrate.js';
+import type { CommonQueryMethods } from '../shared/db/pool.js';
 
 export const PG_BASE = process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432';
 export const ADMIN_DB = `${PG_BASE}/postgres`;
@@ -252,4 +253,27 @@ export async function startApiProcess(
       clearTimeout(t);
     },
   };
+}
+
+// ---------------------------------------------------------------- product SQL
+
+/**
+ * The SQL text ($1, $2, …) and values a product query function sends through slonik, captured without a database:
+ * benches replay it with plain pg (raw runs, EXPLAIN) so they measure exactly what the product runs. The fake
+ * connection answers every method; `row` is what single-row methods return (for functions that read a result).
+ */
+export async function captureSql(fn: (db: CommonQueryMethods) => Promise<unknown>, row: Record<string, unknown> = { id: 1 }): Promise<{ text: string; values: unknown[] }> {
+  let q: { sql: string; values: readonly unknown[] } | undefined;
+  const grab = (result: unknown) => async (query: { sql: string; values: readonly unknown[] }) => {
+    q = query;
+    return result;
+  };
+  const fake = {
+    any: grab([]), many: grab([row]), one: grab(row), maybeOne: grab(row), oneFirst: grab(Object.values(row)[0]),
+    maybeOneFirst: grab(Object.values(row)[0]), anyFirst: grab([]), exists: grab(false),
+    query: grab({ rows: [row], rowCount: 1 }),
+  } as unknown as CommonQueryMethods;
+  await fn(fake);
+  if (!q) throw new Error('captureSql: the function sent no query');
+  return { text: q.sql.replace(/\$slonik_(\d+)/g, '$$$1'), values: [...q.values] };
 }
