@@ -60,6 +60,7 @@ export function printPeak(r: PeakResult): void {
       ['= system (without generator and checks)', fmt(sys.cores, 2), fmt((1000 * sys.cores * secs) / Math.max(1, p.requests), 3), hold ? fmt((1000 * sys.cores * secs) / Math.max(1, hold.answered), 3) : '-'],
     ]);
     console.log(`  generator: ${fmt(p.generatorCores, 2)} cores over the phase`);
+    console.log(`  database per request: ${Object.entries(p.dbCounters).map(([k, v]) => `${k} ${fmt(v / Math.max(1, p.requests), 2)}`).join(', ')}`);
     if (p.tool) {
       const per = (cores: number) => fmt((1000 * cores * p.tool!.seconds) / Math.max(1, p.requests * (p.tool!.seconds / p.spec.steadyS)), 3);
       console.log(`  cpu-by-process ${p.spec.steadyS} (whole machine), ms per request: ${Object.entries(p.tool.cores).map(([g, c]) => `${g} ${per(c)}`).join(', ')}; in all ${fmt(p.tool.totalCores, 2)} cores = ${per(p.tool.totalCores)} ms/request`);
@@ -105,6 +106,7 @@ export function htmlPeak(r: PeakResult, title = 'bench:peak'): string {
     const secs = p.cpu.seconds || 1;
     const hold = p.streams.find((s) => s.name === 'hold');
     body.push(table([['process', 'cores', 'ms/request', 'ms/hold request'], ...systemCpu(p).byGroup.map(([g, used]) => [g, fmt(used / secs, 2), fmt((1000 * used) / Math.max(1, p.requests), 3), hold ? fmt((1000 * used) / Math.max(1, hold.answered), 3) : '-'])]));
+    body.push(`<p>database per request (pg_stat_database over the window): ${esc(Object.entries(p.dbCounters).map(([k, v]) => `${k} ${fmt(v / Math.max(1, p.requests), 2)}`).join(', '))}; generator ${fmt(p.generatorCores, 2)} cores</p>`);
     if (p.tool) body.push(`<details><summary>cpu-by-process ${p.spec.steadyS} (whole machine)</summary><pre>${esc(p.tool.raw)}</pre></details>`);
   }
   // Groups by total CPU, largest first; the small ones (< 1 % of all) drawn as one "other".

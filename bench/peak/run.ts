@@ -60,6 +60,8 @@ export interface PhaseResult {
   generatorCores: number;
   holdsCreated: number;
   requests: number;
+  /** pg_stat_database of this database over the steady window (transactions, rows, blocks). */
+  dbCounters: Record<string, number>;
 }
 
 export interface PeakResult {
@@ -74,6 +76,7 @@ export interface PeakResult {
   checks: { overlaps: number; oversold: number; staleness: StalenessReport };
   floor: (FloorResult & { cpu: Record<string, number>; cpuSeconds: number }) | null;
   plans: Plan[];
+  sizes: Record<string, number>;
 }
 
 async function flushRedisDb(url: string, prefix: string): Promise<void> {
@@ -84,6 +87,14 @@ async function flushRedisDb(url: string, prefix: string): Promise<void> {
   } finally {
     r.disconnect();
   }
+}
+
+/** Cumulative counters of one database (pg_stat_database; the stats collector lags up to ~0.5 s). */
+async function dbCounters(c: pg.Client, database: string): Promise<Record<string, number>> {
+  const { rows } = await c.query<Record<string, string>>(`
+    SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted, tup_returned, tup_fetched, blks_hit, blks_read
+    FROM pg_stat_database WHERE datname = $1`, [database]);
+  return Object.fromEntries(Object.entries(rows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
 }
 
 export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
@@ -146,14 +157,18 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
       if (spec.rates.stays > 0) streams.push({ name: 'stays', rate: spec.rates.stays, next: w.stays });
       const startEpoch = Date.now();
       const steadyFromEpoch = startEpoch + spec.warmupS * 1000;
+      let counters0: Record<string, number> = {};
       const toolRun = (async () => {
         await sleep(spec.warmupS * 1000);
+        counters0 = await dbCounters(monitor, database);
         return runCpuTool(spec.steadyS);
       })();
       const load = await openLoop(system.url, streams, spec.warmupS + spec.steadyS, {
         connections: cfg.connections, timeoutMs: 10_000, arrivals: cfg.arrivals, rng: rngFor(cfg.dataset.seed, 200 + i), maxInFlight: 50_000,
       });
       const tool = await toolRun;
+      const counters1 = await dbCounters(monitor, database);
+      const dbDelta = Object.fromEntries(Object.entries(counters1).map(([k, v]) => [k, v - (counters0[k] ?? 0)]));
       const fromMs = spec.warmupS * 1000;
       const toMs = (spec.warmupS + spec.steadyS) * 1000;
       const stats = load.streams.map((r) => streamStats(r, fromMs, toMs));
@@ -165,7 +180,7 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
         series: Object.fromEntries(load.streams.map((r) => [r.name, perSecond(r)])),
         cpu: sampler.window(load.t0Epoch + fromMs, steadyToEpoch), tool, generatorCores: load.generatorCores,
         holdsCreated: hold ? Math.round(hold.okPerS * spec.steadyS) : 0,
-        requests: stats.reduce((s, x) => s + x.answered, 0),
+        requests: stats.reduce((s, x) => s + x.answered, 0), dbCounters: dbDelta,
       });
       for (const s of stats) log(`  ${s.name}: ${s.answeredPerS.toFixed(0)}/s answered (${s.okPerS.toFixed(0)}/s 2xx), p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms; ${s.outcomes.map(([k, n]) => `${k}×${n}`).join(' ')}`);
     }
@@ -195,8 +210,11 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
       city: 'Hanoi', carFrom: from, carTo: new Date(from.getTime() + 3 * day), carId: 2,
       checkIn: new Date(Date.now() + 20 * day).toISOString().slice(0, 10), checkOut: new Date(Date.now() + 23 * day).toISOString().slice(0, 10),
     });
+    const sizes = (await checker.query<Record<string, number>>(`
+      SELECT pg_relation_size('booking')::float8 AS "booking heap bytes", pg_relation_size('booking_car_no_overlap')::float8 AS "GiST (exclusion) bytes",
+             (SELECT count(*) FROM booking)::float8 AS "bookings", (SELECT count(*) FROM booking WHERE kind = 'car' AND status IN ('HOLD', 'CONFIRMED', 'ON_TRIP'))::float8 AS "active car bookings"`)).rows[0]!;
     return {
-      startedAt, machine: machineNote(), gitRev: spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).stdout.toString().trim(),
+      sizes, startedAt, machine: machineNote(), gitRev: spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).stdout.toString().trim(),
       config: { ...cfg, log: undefined } as Omit<RunConfig, 'log'>, database, phases, cpuSeries: sampler.samples, outboxSeries, checks, floor, plans,
     };
   } finally {
