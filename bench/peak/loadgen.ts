@@ -65,6 +65,8 @@ export async function openLoop(origin: string, specs: StreamSpec[], durationS: n
     if (i < 0) i = r.labels.push(k) - 1;
     r.outcome.push(i);
   };
+  // Requests are drawn (tokens signed, bodies serialised) before t0, so the measured window only pays for sending.
+  const prepared = specs.map((s) => Array.from({ length: Math.ceil(s.rate * durationS * 1.02) + 10 }, () => s.next()));
   let inFlight = 0;
   let settle!: () => void;
   const drained = new Promise<void>((r) => { settle = r; });
@@ -82,7 +84,7 @@ export async function openLoop(origin: string, specs: StreamSpec[], durationS: n
       rec.dropped++;
       return;
     }
-    const req = spec.next();
+    const req = prepared[i]![rec.sent - 1] ?? spec.next();
     const sample = spec.onSample && spec.sampleEvery ? rec.sent % spec.sampleEvery === 0 : false;
     const sentAt = performance.now();
     inFlight++;
@@ -124,7 +126,8 @@ export async function openLoop(origin: string, specs: StreamSpec[], durationS: n
         }
       }
       if (now >= endMs) done();
-      else setTimeout(tick, 1);
+      // Sleep until the next request is due (at least 1 ms: timers are not finer), not a fixed 1 ms poll.
+      else setTimeout(tick, Math.max(1, Math.min(endMs, ...nextDue) - (performance.now() - t0) - 1));
     };
     tick();
   });
