@@ -137,3 +137,25 @@ export class StalenessChecker {
     }
   }
 }
+
+/**
+ * Proves the staleness checker can fail: an answer listing a car whose calendar has been taken for days, and an
+ * empty answer where free cars exist, must each be flagged. Returns what it saw.
+ */
+export async function stalenessSelfTest(c: pg.Client): Promise<{ detectsTaken: boolean; detectsOmitted: boolean }> {
+  const { rows } = await c.query<{ id: string; city: string; daily_price: string; lo: Date }>(`
+    SELECT c.id, c.city, c.daily_price, lower(b.period) AS lo FROM booking b JOIN car c ON c.id = b.car_id
+    WHERE b.kind = 'car' AND b.status = 'CONFIRMED' AND lower(b.period) > now() + interval '1 day'
+      AND b.created_at < now() - interval '1 hour'
+    LIMIT 1`);
+  const row = rows[0];
+  if (!row) return { detectsTaken: false, detectsOmitted: false };
+  const from = row.lo.toISOString();
+  const to = new Date(row.lo.getTime() + 3_600_000).toISOString();
+  const path = `/cars?city=${encodeURIComponent(row.city)}&from=${from}&to=${to}&limit=50`;
+  const taken = new StalenessChecker(c, 30);
+  taken.sample(path, 200, JSON.stringify({ cars: [{ id: Number(row.id), dailyPrice: Number(row.daily_price) }] }), Date.now());
+  const omitted = new StalenessChecker(c, 30);
+  omitted.sample(path, 200, JSON.stringify({ cars: [] }), Date.now());
+  return { detectsTaken: (await taken.done()).listedViolations === 1, detectsOmitted: (await omitted.done()).omittedViolations > 0 };
+}

@@ -41,6 +41,7 @@ export function verdicts(r: PeakResult): Verdict[] {
   v('oversold nights', r.checks.oversold, '<=', 0, '');
   v('searches listing a car taken > TTL ago', r.checks.staleness.listedViolations, '<=', 0, '');
   v('searches omitting a car free > TTL', r.checks.staleness.omittedViolations, '<=', 0, '');
+  v('staleness checker self-test (flags both kinds)', Number(r.checks.selfTest.detectsTaken && r.checks.selfTest.detectsOmitted), '>=', 1, '');
   return out;
 }
 
@@ -70,6 +71,7 @@ export function printPeak(r: PeakResult): void {
   console.log(`\n== checks\noverlapping active car bookings: ${r.checks.overlaps}; oversold nights: ${r.checks.oversold}`);
   console.log(`staleness: ${s.samples} sampled searches (${s.skippedBusy} skipped while a check ran); listed cars checked ${s.listedChecked}: taken within TTL ${s.takenWithinTtl} (oldest ${fmt(s.maxTakenAgeS, 1)} s), taken before TTL ${s.listedViolations}; free cars checked ${s.omittedChecked}: freed within TTL ${s.freedWithinTtl}, omitted ${s.omittedViolations}`);
   for (const e of s.examples) console.log(`  ${e}`);
+  console.log(`staleness checker self-test: flags a listed taken car: ${r.checks.selfTest.detectsTaken ? 'yes' : 'NO'}; flags an omitted free car: ${r.checks.selfTest.detectsOmitted ? 'yes' : 'NO'}`);
   if (r.floor) {
     const f = r.floor;
     const cores = Object.entries(f.cpu).filter(([g]) => g !== 'load generator').reduce((a, [, c]) => a + c, 0) / (f.cpuSeconds || 1);

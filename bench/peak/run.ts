@@ -11,7 +11,7 @@ import { rngFor, type DatasetOptions } from '../dataset/generate.js';
 import { cloneDatabase, dbUrl, dropDatabase, ensureTemplate } from '../dataset/load.js';
 import { CpuSampler, runCpuTool, type CpuSample, type ToolResult } from './cpu.js';
 import { openLoop, type StreamSpec } from './loadgen.js';
-import { StalenessChecker, countOverlaps, countOversold, type StalenessReport } from './checks.js';
+import { StalenessChecker, countOverlaps, countOversold, stalenessSelfTest, type StalenessReport } from './checks.js';
 import { runPgbench, type FloorResult } from './pgbench.js';
 import { explainAll, type Plan } from './plans.js';
 import { perSecond, streamStats, type SeriesPoint, type StreamStats } from './stats.js';
@@ -73,7 +73,7 @@ export interface PeakResult {
   phases: PhaseResult[];
   cpuSeries: CpuSample[];
   outboxSeries: OutboxPoint[];
-  checks: { overlaps: number; oversold: number; staleness: StalenessReport };
+  checks: { overlaps: number; oversold: number; staleness: StalenessReport; selfTest: { detectsTaken: boolean; detectsOmitted: boolean } };
   floor: (FloorResult & { cpu: Record<string, number>; cpuSeconds: number }) | null;
   plans: Plan[];
   sizes: Record<string, number>;
@@ -191,7 +191,7 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
     await system.stop();
     system = null;
     log('system stopped; checks, pgbench floor, plans');
-    const checks = { overlaps: await countOverlaps(checker), oversold: await countOversold(checker), staleness: staleness.report };
+    const checks = { overlaps: await countOverlaps(checker), oversold: await countOversold(checker), staleness: staleness.report, selfTest: await stalenessSelfTest(checker) };
     if (cfg.floorSeconds > 0) {
       const floorSampler = new CpuSampler({ system: () => new Map(), monitor, database, benchBackends: () => benchPids, extra: () => extra });
       await floorSampler.start();
