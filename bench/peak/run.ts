@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { ROOT, machineNote, sleep } from '../lib.js';
+import { ROOT, ensureBuild, envStr, machineNote, sleep } from '../lib.js';
 import { rngFor, type DatasetOptions } from '../dataset/generate.js';
 import { cloneDatabase, dbUrl, dropDatabase, ensureTemplate } from '../dataset/load.js';
 import { CpuSampler, runCpuTool, type CpuSample, type ToolResult } from './cpu.js';
@@ -15,7 +15,7 @@ import { StalenessChecker, countOverlaps, countOversold, stalenessSelfTest, type
 import { runPgbench, type FloorResult } from './pgbench.js';
 import { explainAll, type Plan } from './plans.js';
 import { perSecond, streamStats, type SeriesPoint, type StreamStats } from './stats.js';
-import { ensureBuilt, startSystem, type RunningSystem } from './system.js';
+import { startSystem, type RunningSystem } from './system.js';
 import { workload } from './workload.js';
 
 export interface PhaseSpec {
@@ -107,7 +107,7 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
   const kafka = spawnSync('bash', ['scripts/kafka.sh', 'start'], { cwd: ROOT, stdio: 'inherit' });
   if (kafka.status !== 0) throw new Error('Kafka is not answering and could not be started');
   await flushRedisDb(cfg.redisUrl, cfg.prefix);
-  ensureBuilt();
+  ensureBuild(envStr('BUILD', 'auto'));
 
   const monitor = new pg.Client({ connectionString: url });
   const checker = new pg.Client({ connectionString: url });
@@ -155,8 +155,6 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
         });
       }
       if (spec.rates.stays > 0) streams.push({ name: 'stays', rate: spec.rates.stays, next: w.stays });
-      const startEpoch = Date.now();
-      const steadyFromEpoch = startEpoch + spec.warmupS * 1000;
       let counters0: Record<string, number> = {};
       const toolRun = (async () => {
         await sleep(spec.warmupS * 1000);
@@ -199,9 +197,10 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
       const r = await runPgbench(url, {
         cars: cfg.dataset.cars, windowDays: cfg.holdWindowDays, clients: cfg.floorClients, seconds: cfg.floorSeconds, file: `/tmp/bench-peak-${tag}.pgbench.sql`,
       }, (pid) => extra.set(pid, 'pgbench'));
-      await sleep(1100);
       await floorSampler.stop();
-      const win = floorSampler.window(t0 + 1000, Date.now());
+      // Only intervals in which every pgbench backend was alive at both ends: a process's CPU cannot be read
+      // after it exits, and a backend first seen counts from its second sample.
+      const win = floorSampler.window(t0 + 1500, t0 + cfg.floorSeconds * 1000 - 300);
       floor = { ...r, cpu: win.used, cpuSeconds: win.seconds };
     }
     const day = 86_400_000;

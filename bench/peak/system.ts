@@ -3,7 +3,7 @@
  * Redis db / prefixes and Kafka topic prefix. Processes are named from the Procfile (and the PROC_NAME the
  * supervisor gives each child), never from hard-coded entry paths.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -90,12 +90,6 @@ const portOpen = (port: number) => new Promise<boolean>((resolve) => {
   s.once('connect', () => { s.destroy(); resolve(true); });
   s.once('error', () => resolve(false));
 });
-
-/** Builds dist when it is missing or older than the sources (npm start's prestart would, every time). */
-export function ensureBuilt(): void {
-  const r = spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  if (r.status !== 0) throw new Error('npm run build failed');
-}
 
 export async function startSystem(e: SystemEnv, logFile: string): Promise<RunningSystem> {
   for (const port of [e.port, e.dashboardPort, e.pspPort]) {
