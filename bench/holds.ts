@@ -21,21 +21,18 @@
  *
  * Targets (from the issue): at RATE holds/s p99 ≤ 50 ms; API max throughput ≥ 0.5 × raw max throughput.
  */
-import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readdirSync, statSync, unlinkSync } from 'node:fs';
+import { existsSync, statSync, unlinkSync } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { createDb, type DatabasePool } from '../shared/db/pool.js';
+import { createDb, type CommonQueryMethods, type DatabasePool } from '../shared/db/pool.js';
 import { insertCarHold, type NewCarHold } from '../shared/db/bookings.js';
 import { writeEvent } from '../shared/events/outbox.js';
-import type { CommonQueryMethods } from '../shared/db/pool.js';
 import {
-  cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
-  ROOT, runTag, signJwt, sleep, startApiProcess, summarize, verdict, type ApiProcess, type Summary,
+  captureSql, cleanupOnSignal, ensureBuild, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
+  runTag, signJwt, sleep, startApiProcess, summarize, verdict, type ApiProcess, type Summary,
 } from './lib.js';
 
 const DURATION_S = envInt('DURATION_S', 15);
@@ -72,35 +69,6 @@ function randomHold(): { carId: number; from: Date; to: Date } {
 }
 
 // ---------------------------------------------------------------- build + API child
-
-function newestMtime(dir: string): number {
-  let newest = 0;
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) newest = Math.max(newest, newestMtime(p));
-    else if (e.name.endsWith('.ts')) newest = Math.max(newest, statSync(p).mtimeMs);
-  }
-  return newest;
-}
-
-function ensureBuild(): void {
-  const entry = path.join(ROOT, 'dist/api/server.js');
-  const built = existsSync(entry) ? statSync(entry).mtimeMs : 0;
-  const src = Math.max(...['api', 'shared', 'workers', 'scripts', 'dashboards'].map((d) => newestMtime(path.join(ROOT, d))));
-  const stale = built < src;
-  if (BUILD === '0' || (BUILD === 'auto' && !stale)) {
-    if (!built) throw new Error('dist/api/server.js is missing and BUILD=0');
-    console.log(`build: ${stale ? 'dist is OLDER than the sources (BUILD=0, using it anyway)' : 'dist is up to date'}`);
-    return;
-  }
-  console.log(`build: ${built ? 'dist is stale' : 'dist is missing'}; running npm run build ...`);
-  const r = spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
-  if (r.status !== 0) {
-    // tsc still emits on type errors (someone may be mid-edit): carry on when the entry point exists.
-    if (!existsSync(entry)) throw new Error('npm run build failed and dist/api/server.js is missing');
-    console.warn('build: npm run build reported errors; using the emitted dist anyway');
-  }
-}
 
 type Api = ApiProcess;
 
@@ -235,22 +203,6 @@ async function paced(api: Api, secret: string, label: string, rate: number, dura
 
 // ---------------------------------------------------------------- raw (no HTTP)
 
-/** The SQL and values slonik would send for insertCarHold / writeEvent, captured without a database. */
-async function capture(fn: (db: CommonQueryMethods) => Promise<unknown>): Promise<{ text: string; values: unknown[] }> {
-  let q: { sql: string; values: readonly unknown[] } | undefined;
-  const grab = async (query: { sql: string; values: readonly unknown[] }) => {
-    q = query;
-    return { rows: [{ id: 1 }], rowCount: 1 };
-  };
-  const fake = {
-    oneFirst: async (x: never) => { await grab(x); return 1; },
-    maybeOne: async (x: never) => { await grab(x); return { id: 1, depositAmount: DEPOSIT, currency: 'VND' }; },
-    query: grab,
-  } as unknown as CommonQueryMethods;
-  await fn(fake);
-  return { text: q!.sql.replace(/\$slonik_(\d+)/g, '$$$1'), values: [...q!.values] };
-}
-
 function newHold(): NewCarHold {
   const h = randomHold();
   return {
@@ -311,11 +263,11 @@ function slonikHold(db: DatabasePool): OneHold {
  */
 async function pgHold(pool: pg.Pool): Promise<OneHold> {
   const sample = newHold();
-  const ins = await capture((db) => insertCarHold(db, sample));
+  const ins = await captureSql((db) => insertCarHold(db, sample), { id: 1, depositAmount: DEPOSIT, currency: 'VND' });
   const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(),
     h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString(), h.carId];
   const ev = heldEvent(42, sample);
-  const out = await capture((db) => writeHeld(db, ev));
+  const out = await captureSql((db) => writeHeld(db, ev));
   const outValues = (eventId: string, e: ReturnType<typeof heldEvent>) =>
     [eventId, e.type, String(e.key), JSON.stringify({ eventId, type: e.type, occurredAt: e.occurredAt.toISOString(), ...e.data })];
   if (JSON.stringify(ins.values) !== JSON.stringify(insValues(sample))) throw new Error('insertCarHold values changed; update bench/holds.ts');
@@ -365,7 +317,7 @@ async function main() {
   const tag = runTag();
   console.log(`bench:holds  ${machineNote()}`);
   console.log(`DURATION_S=${DURATION_S} WARMUP_S=${WARMUP_S} RATE=${RATE} RATE_CONNECTIONS=${RATE_CONNECTIONS} MAX_CONNECTIONS=${MAX_CONNECTIONS} CARS=${CARS} RAW_DRIVERS=${RAW_DRIVERS.join(',')} RAW_POOL=${RAW_POOL} ROUNDS=${ROUNDS}`);
-  ensureBuild();
+  ensureBuild(BUILD);
 
   const db = await freshDb(tag);
   let api: Api | null = null;

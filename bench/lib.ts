@@ -3,15 +3,16 @@
  * Benches are not tests: they print figures and PASS/MISS against the targets, and always exit 0
  * unless something broke (set BENCH_STRICT=1 to exit 1 on a MISS).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
-import { createWriteStream, readFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import pg from 'pg';
 import { migrate } from '../shared/db/migrate.js';
+import type { CommonQueryMethods } from '../shared/db/pool.js';
 
 export const PG_BASE = process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432';
 export const ADMIN_DB = `${PG_BASE}/postgres`;
@@ -252,4 +253,63 @@ export async function startApiProcess(
       clearTimeout(t);
     },
   };
+}
+
+// ---------------------------------------------------------------- product SQL
+
+/**
+ * The SQL text ($1, $2, …) and values a product query function sends through slonik, captured without a database:
+ * benches replay it with plain pg (raw runs, EXPLAIN) so they measure exactly what the product runs. The fake
+ * connection answers every method; `row` is what single-row methods return (for functions that read a result).
+ */
+export async function captureSql(fn: (db: CommonQueryMethods) => Promise<unknown>, row: Record<string, unknown> = { id: 1 }): Promise<{ text: string; values: unknown[] }> {
+  let q: { sql: string; values: readonly unknown[] } | undefined;
+  const grab = (result: unknown) => async (query: { sql: string; values: readonly unknown[] }) => {
+    q = query;
+    return result;
+  };
+  const fake = {
+    any: grab([]), many: grab([row]), one: grab(row), maybeOne: grab(row), oneFirst: grab(Object.values(row)[0]),
+    maybeOneFirst: grab(Object.values(row)[0]), anyFirst: grab([]), exists: grab(false),
+    query: grab({ rows: [row], rowCount: 1 }),
+  } as unknown as CommonQueryMethods;
+  await fn(fake);
+  if (!q) throw new Error('captureSql: the function sent no query');
+  return { text: q.sql.replace(/\$slonik_(\d+)/g, '$$$1'), values: [...q.values] };
+}
+
+// ---------------------------------------------------------------- build
+
+function newestMtime(dir: string, ext: string): number {
+  if (!existsSync(dir)) return 0;
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) newest = Math.max(newest, newestMtime(p, ext));
+    else if (e.name.endsWith(ext)) newest = Math.max(newest, statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * `npm run build` when dist is missing or older than the sources the build compiles (tsconfig.build.json's
+ * include list, so new top-level folders count). mode: auto (default), 1 (always), 0 (never).
+ */
+export function ensureBuild(mode = 'auto'): void {
+  const include = (JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.build.json'), 'utf8')) as { include: string[] }).include;
+  const built = Math.min(...include.map((d) => newestMtime(path.join(ROOT, 'dist', d), '.js')));
+  const src = Math.max(...include.map((d) => newestMtime(path.join(ROOT, d), '.ts')));
+  const stale = built < src;
+  if (mode === '0' || (mode === 'auto' && !stale)) {
+    if (!built) throw new Error('dist is missing and BUILD=0');
+    console.log(`build: ${stale ? 'dist is OLDER than the sources (BUILD=0, using it anyway)' : 'dist is up to date'}`);
+    return;
+  }
+  console.log(`build: ${built ? 'dist is stale' : 'dist is missing'}; running npm run build ...`);
+  const r = spawnSync('npm', ['run', '-s', 'build'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) {
+    // tsc still emits on type errors (someone may be mid-edit): carry on when something was emitted.
+    if (!existsSync(path.join(ROOT, 'dist'))) throw new Error('npm run build failed and dist is missing');
+    console.warn('build: npm run build reported errors; using the emitted dist anyway');
+  }
 }

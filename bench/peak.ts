@@ -1,0 +1,83 @@
+/**
+ * The whole system at the seed's holiday peak: `npm start` (every Procfile process, Kafka included) on a copy of
+ * the bench:data catalogue, driven by an open-loop generator, with CPU per operation by process, the overlap and
+ * staleness checks, a pgbench floor of the hold INSERT and EXPLAIN of the hot queries; writes an HTML report.
+ *
+ *   npm run bench:peak                                     # the targets: 20 s measured per phase
+ *   npm run bench:peak -- --scale 0.1 --duration 8 --warmup 3 --cars 2000 --bookings 20000 --room-types 200   # smoke
+ *
+ * Phases (--phases, default holds,search,stays):
+ *   holds   — POST /bookings at --hold-rate (600)/s
+ *   search  — GET /cars at --search-rate (3000)/s while POST /bookings runs at --search-hold-rate (300)/s
+ *   stays   — GET /hotels/availability at --stays-rate (3000)/s
+ * Options (defaults): --scale (1: multiplies every rate) --duration (20 s measured) --warmup (5 s)
+ *   --connections (64: the generator's keep-alive pool) --arrivals (uniform | poisson) --hot-share (0.5: holds on
+ *   the popular cars) --hold-window-days (365) --ttl (SEARCH_CACHE_TTL_S for the system, 30) --stale-sample-every (300)
+ *   --floor-seconds (10: pgbench; 0 skips) --floor-clients (16) --port (5400: api; dashboard +1, psp +2) --keep-db
+ *   and the dataset's: --seed --cars --bookings --hot-cars --room-types --nights --anchor (see bench/data.ts).
+ * Env: BENCH_REDIS_URL (redis://127.0.0.1:6379/13), KAFKA_BROKERS (127.0.0.1:9092), CPU_BY_PROCESS (the tool's path).
+ * Names: database bench_peak_<tag> (dropped after unless --keep-db), Redis keys bench:* in db 13, topics bench.*.
+ * Report: bench/reports/peak-<time>.html (+ .json), git-ignored.
+ */
+import { datasetArgs } from './data.js';
+import { envBool, envStr } from './lib.js';
+import { runPeak, type PhaseSpec } from './peak/run.js';
+import { htmlPeak, printPeak, verdicts, writeReport } from './peak/report.js';
+
+const OPTIONS = {
+  phases: { type: 'string' }, scale: { type: 'string' }, duration: { type: 'string' }, warmup: { type: 'string' },
+  'hold-rate': { type: 'string' }, 'search-rate': { type: 'string' }, 'search-hold-rate': { type: 'string' }, 'stays-rate': { type: 'string' },
+  connections: { type: 'string' }, arrivals: { type: 'string' }, 'hot-share': { type: 'string' }, 'hold-window-days': { type: 'string' },
+  ttl: { type: 'string' }, 'stale-sample-every': { type: 'string' }, 'floor-seconds': { type: 'string' }, 'floor-clients': { type: 'string' },
+  port: { type: 'string' }, 'keep-db': { type: 'boolean' },
+} as const;
+
+export function peakArgs(argv: string[]) {
+  const { options: dataset, rest } = datasetArgs(argv, OPTIONS);
+  const num = (k: string, def: number) => {
+    const v = rest[k];
+    if (v === undefined) return def;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${k} must be a non-negative number`);
+    return n;
+  };
+  const scale = num('scale', 1);
+  const duration = num('duration', 20);
+  const warmup = num('warmup', 5);
+  const rate = (k: string, def: number) => Math.round(num(k, def) * scale);
+  const all: Record<string, PhaseSpec['rates']> = {
+    holds: { hold: rate('hold-rate', 600), search: 0, stays: 0 },
+    search: { hold: rate('search-hold-rate', 300), search: rate('search-rate', 3000), stays: 0 },
+    stays: { hold: 0, search: 0, stays: rate('stays-rate', 3000) },
+  };
+  const names = String(rest.phases ?? 'holds,search,stays').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const n of names) if (!all[n]) throw new Error(`unknown phase ${n} (holds, search, stays)`);
+  const arrivals = String(rest.arrivals ?? 'uniform');
+  if (arrivals !== 'uniform' && arrivals !== 'poisson') throw new Error('--arrivals is uniform or poisson');
+  const port = num('port', 5400);
+  return {
+    dataset,
+    phases: names.map((name) => ({ name, warmupS: warmup, steadyS: duration, rates: all[name]! })),
+    ports: { api: port, dashboard: port + 1, psp: port + 2 },
+    redisUrl: envStr('BENCH_REDIS_URL', 'redis://127.0.0.1:6379/13'),
+    prefix: 'bench:', kafkaPrefix: 'bench.', kafkaBrokers: envStr('KAFKA_BROKERS', '127.0.0.1:9092'),
+    searchCacheTtlS: num('ttl', 30), connections: num('connections', 64), arrivals: arrivals as 'uniform' | 'poisson',
+    hotShare: num('hot-share', 0.5), holdWindowDays: num('hold-window-days', 365), staleSampleEvery: num('stale-sample-every', 300),
+    floorSeconds: num('floor-seconds', 10), floorClients: num('floor-clients', 16), keepDb: rest['keep-db'] === true,
+    log: (m: string) => console.log(m),
+  };
+}
+
+async function main() {
+  const cfg = peakArgs(process.argv.slice(2));
+  console.log(`bench:peak dataset ${JSON.stringify(cfg.dataset)}; phases ${cfg.phases.map((p) => `${p.name}(${JSON.stringify(p.rates)})`).join(' ')}`);
+  const result = await runPeak(cfg);
+  printPeak(result);
+  const file = writeReport('peak', htmlPeak(result), result);
+  console.log(`\nreport: ${file}`);
+  const missed = verdicts(result).filter((v) => v.pass === false);
+  console.log(`\nverdict: ${missed.length === 0 ? 'no target missed' : `MISS on ${missed.map((m) => m.label).join('; ')}`}`);
+  if (missed.length && envBool('BENCH_STRICT', false)) process.exitCode = 1;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
