@@ -5,7 +5,7 @@
  *   HOLDS=200 HOLD_TTL_S=3 npm run bench:expiry        # quick smoke run
  *
  * Runs in this process, as test/helpers/harness.ts does: the expiry worker, its 1 s sweeper and the outbox
- * dispatcher (which turns each committed booking.held event into the delayed expiry job). HOLDS holds are made
+ * pump's dispatch lane (which turns each committed booking.held event into the delayed expiry job). HOLDS holds are made
  * through the holdBooking use case (DB + outbox, no HTTP), evenly over SPREAD_S seconds, so their
  * holdExpiresAt (= creation + HOLD_TTL_S) are spread the same way.
  *
@@ -19,7 +19,7 @@ import { createDeps } from '../shared/runtime.js';
 import { holdBooking } from '../shared/usecases/holds.js';
 import { startWorker, type WorkerDeps } from '../workers/runner.js';
 import { expiryWorker } from '../workers/expiry.js';
-import { startDispatcher } from '../workers/dispatcher.js';
+import { startPump } from '../workers/pump.js';
 import { openQueues, upsertSchedule } from '../shared/queues/queues.js';
 import {
   cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, sleep, summarize, verdict,
@@ -69,7 +69,7 @@ async function main() {
 
     workers.push(startWorker(expiryWorker, deps));
     await upsertSchedule(queues, 'expiry-sweep');
-    dispatcher = startDispatcher(base.db, config, queues);
+    dispatcher = startPump(base.db, config.DATABASE_URL, { jobs: { queues } });
     await sleep(500); // let the LISTEN connection and the workers come up
 
     // One hold per car, evenly over SPREAD_S seconds; a hold's due time is when it is created, not when a slot frees.

@@ -1,10 +1,10 @@
 /**
- * Outbox → Kafka relay: drain rate of a burst, and commit→Kafka lag at a steady rate.
+ * Outbox → Kafka (the outbox pump's publish lane): drain rate of a burst, and commit→Kafka lag at a steady rate.
  *
  *   npm run bench:relay
  *   BURST_EVENTS=20000 STEADY_S=5 npm run bench:relay     # quick smoke run
  *
- * The relay (workers/relay.ts startRelay, its own pool of SHARDS + 2 like the relay process) runs in this
+ * The pump (workers/pump.ts startPump with only the publish lane, a pool of 2 like the pump process) runs in this
  * process against a fresh database, with a unique KAFKA_TOPIC_PREFIX. Outbox rows are inserted with plain pg
  * (one INSERT … SELECT per chunk, so one NOTIFY per chunk, as a multi-event transaction would) while it runs.
  * A kafkajs consumer reads the topics back for the end-to-end figure (receive time − occurredAt).
@@ -24,9 +24,9 @@ import { fileURLToPath } from 'node:url';
 import type { Consumer } from 'kafkajs';
 import pg from 'pg';
 import { createDb } from '../shared/db/pool.js';
-import { SHARDS } from '../shared/db/outbox.js';
 import { topicName, type EventType } from '../shared/events/topics.js';
-import { createKafka, ensureTopics, startRelay } from '../workers/relay.js';
+import { KafkaPublisher, createKafka, ensureTopics } from '../workers/kafka.js';
+import { startPump } from '../workers/pump.js';
 import {
   cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, sleep, summarize,
   verdict, type Summary,
@@ -142,7 +142,7 @@ async function main() {
   }
 
   const db = await freshDb(tag);
-  const relayDb = await createDb(db.url, { maximumPoolSize: SHARDS + 2 });
+  const relayDb = await createDb(db.url, { maximumPoolSize: 2 });
   const kafka = createKafka(BROKERS, `bench-${tag}`);
   const ins = new pg.Client({ connectionString: db.url });
   await ins.connect();
@@ -184,8 +184,12 @@ async function main() {
       });
       await joined;
     }
-    relay = await startRelay(relayDb, db.url, BROKERS, prefix);
-    await sleep(1000); // the relay connects its producer on its first drain
+    let pump: ReturnType<typeof startPump> | null = null;
+    const publisher = new KafkaPublisher(BROKERS, prefix, () => pump?.kick());
+    publisher.start();
+    pump = startPump(relayDb, db.url, { kafka: publisher });
+    relay = { stop: async () => { await pump!.stop(); await publisher.stop(); } };
+    await sleep(1000); // the producer connects in the background
 
     // ---- phase 1: burst
     console.log(`burst: inserting ${fmt(BURST_EVENTS)} outbox rows in chunks of ${BURST_CHUNK} ...`);

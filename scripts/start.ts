@@ -28,8 +28,7 @@ const processes: Record<string, string> = {
   refunds: 'workers/refunds.js',
   notifications: 'workers/notifications.js',
   maintenance: 'workers/maintenance.js',
-  dispatcher: 'workers/dispatcher.js',
-  relay: 'workers/relay.js',
+  pump: 'workers/pump.js',
   dashboard: 'dashboards/server.js',
 };
 if (!config.PSP_URL) processes.psp = 'sandbox/main.js';

@@ -20,7 +20,7 @@ export function onShutdown(stop: () => Promise<void>, log: (m: string) => void =
 }
 
 /**
- * The life of every long-running process (api, workers, dispatcher, relay, dashboard): `start` returns
+ * The life of every long-running process (api, workers, outbox pump, dashboard): `start` returns
  * its `stop`, which runs once on SIGTERM/SIGINT. The one place to add what every process needs.
  */
 export async function runProcess(name: string, start: () => Promise<() => Promise<void>>): Promise<void> {

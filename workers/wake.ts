@@ -1,15 +1,28 @@
 import pg from 'pg';
 import { logger } from '../shared/logger.js';
 
+export interface DrainOptions {
+  /** Safety-net poll: a NOTIFY is lost while the listener reconnects. */
+  pollMs?: number;
+  /**
+   * After a notification, wait this long before draining, so that one pass carries the events of many commits
+   * (at 600 commits/s, 10 ms gathers ~6; a pass costs about the same for 1 row as for 50).
+   */
+  coalesceMs?: number;
+}
+
 /**
- * Runs `drain` whenever the outbox trigger NOTIFYs, and every `pollMs` as a safety net (a NOTIFY is lost
- * while the listener reconnects). `drain` returns true while more work may be waiting.
+ * Runs `drain` whenever the outbox trigger NOTIFYs (coalesced, see DrainOptions), and every `pollMs`.
+ * `drain` returns true while more work is waiting (a full batch): then it runs again at once.
  */
-export function drainOnNotify(databaseUrl: string, channel: string, drain: () => Promise<boolean>, pollMs = 1000) {
+export function drainOnNotify(databaseUrl: string, channel: string, drain: () => Promise<boolean>, opts: DrainOptions = {}) {
+  const { pollMs = 1000, coalesceMs = 0 } = opts;
   let stopped = false;
   let running: Promise<void> | null = null;
   let again = false;
+  let pending: NodeJS.Timeout | null = null;
   let client: pg.Client | null = null;
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   const kick = () => {
     if (stopped) return;
@@ -24,20 +37,34 @@ export function drainOnNotify(databaseUrl: string, channel: string, drain: () =>
           while (!stopped && (await drain()));
         } catch (err) {
           logger.warn({ err: String(err), channel }, 'drain failed; retrying');
-          await new Promise((r) => setTimeout(r, 500));
+          await pause(500);
           again = true;
         }
+        // Commits that arrived during the pass: gather a few more before the next one.
+        if (again && coalesceMs > 0) await pause(coalesceMs);
       } while (again && !stopped);
     })().finally(() => {
       running = null;
     });
   };
 
+  const notified = () => {
+    if (stopped || pending) return;
+    if (running || coalesceMs <= 0) {
+      kick();
+      return;
+    }
+    pending = setTimeout(() => {
+      pending = null;
+      kick();
+    }, coalesceMs);
+  };
+
   const listen = async () => {
     while (!stopped) {
       try {
         client = new pg.Client({ connectionString: databaseUrl });
-        client.on('notification', kick);
+        client.on('notification', notified);
         await client.connect();
         await client.query(`LISTEN ${channel}`);
         kick();
@@ -49,7 +76,7 @@ export function drainOnNotify(databaseUrl: string, channel: string, drain: () =>
         logger.warn({ err: String(err), channel }, 'listen connection failed');
       }
       await client?.end().catch(() => {});
-      if (!stopped) await new Promise((r) => setTimeout(r, 1000));
+      if (!stopped) await pause(1000);
     }
   };
   void listen();
@@ -60,6 +87,7 @@ export function drainOnNotify(databaseUrl: string, channel: string, drain: () =>
     async stop() {
       stopped = true;
       clearInterval(timer);
+      if (pending) clearTimeout(pending);
       await running;
       await client?.end().catch(() => {});
     },

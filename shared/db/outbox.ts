@@ -1,16 +1,6 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
 
-export const outboxRow = z.object({
-  id: z.number(),
-  eventId: z.string(),
-  topic: z.string(),
-  key: z.string(),
-  payload: z.record(z.unknown()),
-  createdAt: z.string(),
-});
-export type OutboxRow = z.infer<typeof outboxRow>;
-
 export interface NewOutboxRow {
   eventId: string;
   topic: string;
@@ -25,43 +15,77 @@ export async function insertOutboxEvent(tx: CommonQueryMethods, row: NewOutboxRo
     VALUES (${row.eventId}, ${row.topic}, ${row.key}, ${sql.jsonb(row.payload as never)})`);
 }
 
-const columns = sql.fragment`id, event_id::text AS "eventId", topic, message_key AS key, payload, created_at AS "createdAt"`;
+/** An outbox row as the pump claims it: the payload as stored (JSON text), and which lanes still need it. */
+export const pendingRow = z.object({
+  id: z.number(),
+  eventId: z.string(),
+  topic: z.string(),
+  key: z.string(),
+  payload: z.string(),
+  toPublish: z.boolean(),
+  toDispatch: z.boolean(),
+});
+export type PendingRow = z.infer<typeof pendingRow>;
 
-/** Rows not yet turned into jobs; SKIP LOCKED lets several dispatchers share the table. */
-export async function claimUndispatched(tx: CommonQueryMethods, limit: number) {
-  return tx.any(sql.type(outboxRow)`
-    SELECT ${columns} FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+/** The pump's lanes: publishing to Kafka (published_at) and turning events into jobs (dispatched_at). */
+export interface Lanes {
+  publish: boolean;
+  dispatch: boolean;
 }
 
-export async function markDispatched(tx: CommonQueryMethods, ids: readonly number[]): Promise<void> {
-  await tx.query(sql.typeAlias('void')`UPDATE outbox SET dispatched_at = now() WHERE id = ANY(${sql.array(ids, 'int8')})`);
-}
-
-export const SHARDS = 8;
-// Arbitrary namespace for the relay's per-shard advisory locks.
-const RELAY_LOCK_NAMESPACE = 7_240_001;
+// Arbitrary namespace of the pump's lane locks: one pump at a time works a lane.
+const PUMP_LOCK_NAMESPACE = 7_240_002;
+const LANE_LOCK = { publish: 1, dispatch: 2 } as const;
 
 /**
- * Takes the shard for this transaction, or returns false when another relay has it. One relay per shard
- * publishes in id order, so the events of one key (bookingId) reach Kafka in the order they were written.
+ * Takes the lanes asked for, for this transaction; a lane another pump holds right now is not taken. One
+ * publisher at a time, claiming in id order, keeps the events of one key (booking) in order on Kafka.
  */
-export async function lockShard(tx: CommonQueryMethods, shard: number): Promise<boolean> {
-  return tx.oneFirst(sql.type(z.object({ locked: z.boolean() }))`
-    SELECT pg_try_advisory_xact_lock(${RELAY_LOCK_NAMESPACE}, ${shard}) AS locked`);
+export async function lockLanes(tx: CommonQueryMethods, want: Lanes): Promise<Lanes> {
+  const row = await tx.one(sql.type(z.object({ publish: z.boolean(), dispatch: z.boolean() }))`
+    SELECT ${want.publish ? sql.fragment`pg_try_advisory_xact_lock(${PUMP_LOCK_NAMESPACE}, ${LANE_LOCK.publish})` : sql.fragment`false`} AS publish,
+           ${want.dispatch ? sql.fragment`pg_try_advisory_xact_lock(${PUMP_LOCK_NAMESPACE}, ${LANE_LOCK.dispatch})` : sql.fragment`false`} AS dispatch`);
+  return row;
 }
 
 /**
- * The shard's oldest unpublished rows. FOR UPDATE waits, never SKIP LOCKED: the dispatcher locks rows while
- * it enqueues them, and skipping one would let later events of the same key overtake it on Kafka.
+ * The oldest rows each lane still needs (up to `limit` per lane), locked in id order. FOR UPDATE waits, never
+ * SKIP LOCKED: skipping a row some other transaction holds would let a later event of its key overtake it.
+ * The lanes' own LIMITs come first, so a lane whose sink is down (its rows piling up) never starves the other.
  */
-export async function claimUnpublished(tx: CommonQueryMethods, shard: number, limit: number) {
-  return tx.any(sql.type(outboxRow)`
-    SELECT ${columns} FROM outbox WHERE published_at IS NULL AND shard = ${shard}
-    ORDER BY id LIMIT ${limit} FOR UPDATE`);
+export async function claimPending(tx: CommonQueryMethods, lanes: Lanes, limit: number): Promise<readonly PendingRow[]> {
+  const pick = [
+    ...(lanes.publish ? [sql.fragment`(SELECT id FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT ${limit})`] : []),
+    ...(lanes.dispatch ? [sql.fragment`(SELECT id FROM outbox WHERE dispatched_at IS NULL ORDER BY id LIMIT ${limit})`] : []),
+  ];
+  if (pick.length === 0) return [];
+  return tx.any(sql.type(pendingRow)`
+    SELECT id, event_id::text AS "eventId", topic, message_key AS key, payload::text AS payload,
+           published_at IS NULL AS "toPublish", dispatched_at IS NULL AS "toDispatch"
+    FROM outbox
+    WHERE id = ANY (ARRAY(${sql.join(pick, sql.fragment` UNION `)}))
+    ORDER BY id
+    FOR UPDATE`);
 }
 
-export async function markPublished(tx: CommonQueryMethods, ids: readonly number[]): Promise<void> {
-  await tx.query(sql.typeAlias('void')`UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY(${sql.array(ids, 'int8')})`);
+/** Marks what each lane delivered, in one statement. */
+export async function markDone(tx: CommonQueryMethods, published: readonly number[], dispatched: readonly number[]): Promise<void> {
+  if (published.length === 0 && dispatched.length === 0) return;
+  const ids = [...new Set([...published, ...dispatched])];
+  await tx.query(sql.typeAlias('void')`
+    UPDATE outbox SET
+      published_at = CASE WHEN id = ANY(${sql.array(published, 'int8')}) THEN clock_timestamp() ELSE published_at END,
+      dispatched_at = CASE WHEN id = ANY(${sql.array(dispatched, 'int8')}) THEN clock_timestamp() ELSE dispatched_at END
+    WHERE id = ANY(${sql.array(ids, 'int8')})`);
+}
+
+/**
+ * Removes the dead versions of marked rows and, with them, their entries in the two partial indexes; with
+ * autovacuum off nothing else would, and every claim would walk them. INDEX_CLEANUP ON: otherwise VACUUM skips
+ * the indexes when few heap pages changed, which is always the case here. Not in a transaction (VACUUM cannot).
+ */
+export async function vacuumOutbox(db: CommonQueryMethods): Promise<void> {
+  await db.query(sql.typeAlias('void')`VACUUM (INDEX_CLEANUP ON, TRUNCATE OFF, SKIP_LOCKED, PARALLEL 0) outbox`);
 }
 
 export async function outboxLag(db: CommonQueryMethods) {

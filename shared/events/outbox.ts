@@ -6,7 +6,7 @@ import type { EventType } from './topics.js';
 
 /**
  * Writes an event of `type` in the caller's transaction (so it exists exactly when the change it
- * describes does); the dispatcher and the relay take it from there. Returns the event id.
+ * describes does); the outbox pump takes it to Kafka and BullMQ. Returns the event id.
  */
 export async function writeEvent<T extends EventType>(
   tx: CommonQueryMethods,

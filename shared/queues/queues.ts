@@ -1,9 +1,8 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
 import type { Config } from '../config.js';
 import {
-  EXPIRY_QUEUE, NOTIFICATIONS_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES,
-  expiryJobId, notificationJobId, refundJobId, refundSweepJobId,
-  type JobData, type QueueName, type ScheduleId,
+  EXPIRY_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES, expiryJobId, refundSweepJobId,
+  type JobData, type QueueName, type QueuedJob, type ScheduleId,
 } from './registry.js';
 
 /** BullMQ wants blocking connections that retry forever (producers and workers alike). */
@@ -40,18 +39,16 @@ export async function scheduleExpiry(queues: Queues, bookingId: number, at: Date
   await addJob(queues, EXPIRY_QUEUE, 'expire', { bookingId }, { jobId: expiryJobId(bookingId, at), delay: Math.max(0, at.getTime() - now) });
 }
 
-/** Pays the refund a refund.requested event asked for. */
-export async function enqueueRefund(queues: Queues, refundId: number, eventId: string): Promise<void> {
-  await addJob(queues, REFUNDS_QUEUE, 'refund', { refundId }, { jobId: refundJobId(refundId, eventId) });
-}
-
 /** A sweep's re-add of a refund whose job was lost; removed when done, so a later sweep can add it again. */
 export async function reenqueueRefund(queues: Queues, refundId: number, attempts: number): Promise<void> {
   await addJob(queues, REFUNDS_QUEUE, 'refund', { refundId }, { jobId: refundSweepJobId(refundId, attempts), removeOnComplete: true, removeOnFail: true });
 }
 
-export async function enqueueNotification(queues: Queues, job: JobData<typeof NOTIFICATIONS_QUEUE>): Promise<void> {
-  await addJob(queues, NOTIFICATIONS_QUEUE, 'notify', job, { jobId: notificationJobId(job.eventId, job.channel) });
+/** Adds jobs with one bulk call per queue (one Redis round trip each); ids already queued are no-ops. */
+export async function addJobs(queues: Queues, jobs: readonly QueuedJob[]): Promise<void> {
+  const byQueue = new Map<QueueName, QueuedJob[]>();
+  for (const j of jobs) byQueue.set(j.queue, [...(byQueue.get(j.queue) ?? []), j]);
+  await Promise.all([...byQueue].map(([q, js]) => queues[q].addBulk(js.map((j) => ({ name: j.name, data: j.data, opts: j.opts })))));
 }
 
 /** Creates or updates a repeatable job (idempotent: every process that works the queue may call it). */

@@ -1,9 +1,10 @@
 import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
-import { EVENT_TYPES, NOTIFY_CHANNELS } from '../events/topics.js';
+import { EVENT_TYPES, NOTIFY_CHANNELS, isNotified } from '../events/topics.js';
+import type { PublishedEvent } from '../events/payloads.js';
 
 // Every BullMQ queue in one place: its name, the zod shape of its jobs, its job options and retry
-// backoff, the ids its jobs get, and the repeatable jobs (schedules) it runs. Producers (dispatcher,
+// backoff, the ids its jobs get, and the repeatable jobs (schedules) it runs. Producers (the outbox pump,
 // sweeps), workers, the dashboard and the queue-depth gauges all read it from here.
 
 export const EXPIRY_QUEUE = 'expiry';
@@ -67,6 +68,40 @@ export const refundJobId = (refundId: number, eventId: string) => `refund-${refu
 /** A sweep's re-add: each sweep of a refund still stale (its attempts unchanged) adds one job. */
 export const refundSweepJobId = (refundId: number, attempts: number) => `refund-${refundId}-sweep-${attempts}`;
 export const notificationJobId = (eventId: string, channel: string) => `notify-${eventId}-${channel}`;
+
+/** A job to add: its queue, name, data and options (the job id among them). */
+export interface QueuedJob<Q extends QueueName = QueueName> {
+  queue: Q;
+  name: string;
+  data: JobData<Q>;
+  opts: JobsOptions & { jobId: string };
+}
+
+// ---- what each committed event asks for: the outbox pump adds these jobs, nothing else decides it ----
+
+/**
+ * The jobs an event asks for, with their ids and options. Ids derive from the event (or from what it is about),
+ * so adding an event's jobs twice adds them once. `now` places the delayed ones.
+ */
+export function jobsForEvent(e: PublishedEvent, now: number): QueuedJob[] {
+  const jobs: QueuedJob[] = [];
+  if (e.type === 'booking.held') {
+    const at = new Date(e.holdExpiresAt);
+    jobs.push({ queue: EXPIRY_QUEUE, name: 'expire', data: { bookingId: e.bookingId }, opts: { jobId: expiryJobId(e.bookingId, at), delay: Math.max(0, at.getTime() - now) } });
+  }
+  if (e.type === 'refund.requested') {
+    jobs.push({ queue: REFUNDS_QUEUE, name: 'refund', data: { refundId: e.refundId }, opts: { jobId: refundJobId(e.refundId, e.eventId) } });
+  }
+  if (isNotified(e.type) && e.bookingId !== null) {
+    for (const channel of NOTIFY_CHANNELS) {
+      jobs.push({
+        queue: NOTIFICATIONS_QUEUE, name: 'notify', data: { eventId: e.eventId, eventType: e.type, bookingId: e.bookingId, channel },
+        opts: { jobId: notificationJobId(e.eventId, channel) },
+      });
+    }
+  }
+  return jobs;
+}
 
 // ---- schedules: repeatable jobs, upserted by the process that works their queue ----
 

@@ -15,7 +15,7 @@ import { startWorker, type WorkerDeps } from '../../workers/runner.js';
 import { expiryWorker } from '../../workers/expiry.js';
 import { refundsWorker } from '../../workers/refunds.js';
 import { notificationsWorker } from '../../workers/notifications.js';
-import { startDispatcher } from '../../workers/dispatcher.js';
+import { startPump } from '../../workers/pump.js';
 import { openQueues, upsertSchedule, type Queues } from '../../shared/queues/queues.js';
 import { webhookNotificationProvider } from '../../shared/usecases/notifications.js';
 import { client, token, type Client } from './http.js';
@@ -24,7 +24,7 @@ export const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface HarnessOptions {
   env?: Record<string, string>;
-  /** Runs the expiry, refund and notification workers and the outbox dispatcher in this process. */
+  /** Runs the expiry, refund and notification workers and the outbox pump's dispatch lane (no Kafka) in this process. */
   workers?: boolean;
   clock?: Clock;
 }
@@ -79,7 +79,11 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     await upsertSchedule(queues, 'expiry-sweep');
     // The refund sweep's scheduler is left out: its ever-present delayed job would keep the refunds
     // queue from ever looking drained; tests call sweepStaleRefunds directly.
-    dispatcher = startDispatcher(base.db, config, queues);
+    // A fail-fast connection (no offline queue) tells "Redis is down" at once, before any row is locked.
+    const probe = requestRedis(config.REDIS_URL);
+    probe.on('error', () => {});
+    const pump = startPump(base.db, config.DATABASE_URL, { jobs: { queues, alive: () => probe.ping() } });
+    dispatcher = { stop: async () => { await pump.stop(); probe.disconnect(); } };
   }
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config.js';
 import { requestRedis } from '../../shared/runtime.js';
-import { dispatchBatch } from '../../workers/dispatcher.js';
+import { pumpOnce } from '../../workers/pump-pass.js';
 import { openQueues } from '../../shared/queues/queues.js';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { inHours } from '../helpers/http.js';
 
-// The relay waits on rows the dispatcher holds (per-booking order), so the dispatcher must never
+// Publishing waits on rows a dispatch pass holds (per-booking order), so the pump's dispatch lane must never
 // keep outbox rows locked across a Redis outage.
 let h: Harness;
 beforeAll(async () => {
@@ -22,7 +22,7 @@ const rowLockable = async () => {
   return c;
 };
 
-describe('dispatcher during a Redis outage', () => {
+describe('the outbox pump\'s dispatch lane during a Redis outage', () => {
   const dead = parseConfig({ REDIS_URL: 'redis://127.0.0.1:1/0', QUEUE_PREFIX: `dead${Date.now()}` });
 
   it('fails fast before locking anything when Redis does not answer', async () => {
@@ -31,7 +31,7 @@ describe('dispatcher during a Redis outage', () => {
     const queues = openQueues(dead);
     for (const q of Object.values(queues)) q.on('error', () => {});
     const t0 = Date.now();
-    await expect(dispatchBatch(h.deps.db, queues, () => probe.ping())).rejects.toThrow();
+    await expect(pumpOnce(h.deps.db, { jobs: { queues, alive: () => probe.ping() } })).rejects.toThrow();
     expect(Date.now() - t0).toBeLessThan(3_000);
     expect(await rowLockable()).toBe(true);
     probe.disconnect();
@@ -42,7 +42,7 @@ describe('dispatcher during a Redis outage', () => {
     const queues = openQueues(dead);
     for (const q of Object.values(queues)) q.on('error', () => {});
     const t0 = Date.now();
-    await expect(dispatchBatch(h.deps.db, queues, async () => 'PONG')).rejects.toThrow(/enqueue/);
+    await expect(pumpOnce(h.deps.db, { jobs: { queues, alive: async () => 'PONG' } })).rejects.toThrow(/enqueue/);
     expect(Date.now() - t0).toBeLessThan(8_000);
     expect(await rowLockable()).toBe(true);
     const { rows } = await h.sql('SELECT count(*)::int AS n FROM outbox WHERE dispatched_at IS NULL');

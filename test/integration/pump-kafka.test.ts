@@ -6,7 +6,9 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
 import { createDb } from '../../shared/db/pool.js';
 import { EVENT_TYPES } from '../../shared/events/topics.js';
-import { createKafka, ensureTopics, relayOnce, startRelay } from '../../workers/relay.js';
+import { KafkaPublisher, createKafka, ensureTopics } from '../../workers/kafka.js';
+import { pumpOnce } from '../../workers/pump-pass.js';
+import { startPump } from '../../workers/pump.js';
 import {
   count, getBooking, holdCar, hostToken, mapLimit, operatorToken, outboxOf, paymentSucceeded, settledRefunds, signedWebhook,
   type Hold, type OutboxEntry,
@@ -64,11 +66,19 @@ afterEach(async () => {
   await h?.close();
 });
 
+/** A pump with only the publish lane (the harness runs the dispatch lane), like the relay process of old. */
 async function relay(brokers = BROKERS, db = h.deps.db) {
-  const r = await startRelay(db, h.config.DATABASE_URL, brokers, prefix);
-  cleanups.push(() => r.stop());
+  let r: ReturnType<typeof startPump> | null = null;
+  const kafka = new KafkaPublisher(brokers, prefix, () => r?.kick());
+  kafka.start();
+  r = startPump(db, h.config.DATABASE_URL, { kafka });
+  cleanups.push(async () => {
+    await r!.stop();
+    await kafka.stop();
+  });
   return r;
 }
+const relayOnce = (db: typeof h.deps.db, producer: Producer, topicPrefix: string) => pumpOnce(db, { kafka: { producer, prefix: topicPrefix } });
 
 async function connectedProducer(): Promise<Producer> {
   const producer = createKafka(BROKERS, 'relay-test-producer').producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -126,7 +136,7 @@ const BATCH_SPREAD_MS = 5;
  *  - within one topic (so one partition, which the key decides) Kafka offsets follow id order: exact;
  *  - across topics Kafka has no order, and the messages of one produce request carry per-partition
  *    timestamps; what the relay controls is that no event goes out in a later batch than a newer one of
- *    its key. A shard's next batch is marked only after the previous one committed, so published_at
+ *    its key. The publish lane's next batch is marked only after the previous one committed, so published_at
  *    never goes back by more than the spread of one batch's marking.
  */
 function expectOrderedPerKey(rows: Row[]) {
@@ -241,7 +251,7 @@ describe('outbox relay to Kafka', () => {
     expect(rows.filter((r) => r.key === String(b.id)).map((r) => r.topic)).toEqual(['booking.held']);
   });
 
-  it('two relays in parallel: every event published, each shard in order', async () => {
+  it('two relays in parallel: every event published, each key in order', async () => {
     const second = await createDb(h.config.DATABASE_URL, { maximumPoolSize: 10 });
     cleanups.push(() => second.end());
     await relay();
@@ -270,7 +280,7 @@ describe('outbox relay to Kafka', () => {
     expectOrderedPerKey(rows.filter((r) => !(r.key === String(multi.id) && r.topic === 'refund.succeeded')));
   });
 
-  it('an event held by another transaction (the dispatcher enqueueing it) is not overtaken by later events of its shard', async () => {
+  it('an event held by another transaction (a dispatch pass enqueueing it) is not overtaken by later events', async () => {
     const producer = await connectedProducer();
     const b = await holdCar(h);
     const [held] = await outbox();

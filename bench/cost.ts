@@ -1,0 +1,135 @@
+/**
+ * CPU per operation, by process — the figure that survives a busy machine (latency does not). The whole system
+ * (`npm start`, Kafka included) on a copy of the bench:data catalogue; first an idle window, then each kind of
+ * request on its own at a moderate open-loop rate. A hold's window lasts until its events are published and
+ * dispatched (the outbox drained), so the pump's work is counted with the hold that caused it.
+ *
+ *   npm run bench:cost
+ *   npm run bench:cost -- --holds 2000 --hold-rate 200 --searches 4000 --search-rate 400 --stays 0
+ *
+ * Options (defaults): --holds (3000) --hold-rate (200) --searches (6000) --search-rate (400) --stays (6000)
+ *   --stays-rate (400) --idle (6 s) --ttl (30) --port (5400) --node-options (NODE_OPTIONS for the system's processes, e.g.
+ *   "--cpu-prof --cpu-prof-dir=/tmp/prof") and the dataset's (see bench/data.ts).
+ * Printed per process: idle cores, then ms of CPU per request of each kind, gross (all CPU in its window) and net
+ * (minus the idle rate over the same window), plus pg_stat_database counters per request.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { datasetArgs } from './data.js';
+import { ROOT, ensureBuild, envStr, fmt, machineNote, printTable, sleep } from './lib.js';
+import { cloneDatabase, dropDatabase, ensureTemplate } from './dataset/load.js';
+import { rngFor } from './dataset/generate.js';
+import { CpuSampler } from './peak/cpu.js';
+import { openLoop, type StreamSpec } from './peak/loadgen.js';
+import { startSystem, type RunningSystem } from './peak/system.js';
+import { workload } from './peak/workload.js';
+import { spawnSync } from 'node:child_process';
+
+const OPTIONS = {
+  holds: { type: 'string' }, 'hold-rate': { type: 'string' }, searches: { type: 'string' }, 'search-rate': { type: 'string' },
+  stays: { type: 'string' }, 'stays-rate': { type: 'string' }, idle: { type: 'string' }, ttl: { type: 'string' }, port: { type: 'string' }, 'node-options': { type: 'string' },
+} as const;
+
+interface Window { name: string; requests: number; seconds: number; used: Record<string, number>; db: Record<string, number>; p50: number; p99: number }
+
+const NOT_SYSTEM = new Set(['load generator', 'bench checks (postgres)']);
+
+async function counters(c: pg.Client, database: string): Promise<Record<string, number>> {
+  const { rows } = await c.query<Record<string, string>>(`
+    SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_returned, tup_fetched, blks_hit
+    FROM pg_stat_database WHERE datname = $1`, [database]);
+  return Object.fromEntries(Object.entries(rows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
+}
+
+async function main() {
+  const { options: dataset, rest } = datasetArgs(process.argv.slice(2), OPTIONS);
+  const num = (k: string, def: number) => (rest[k] === undefined ? def : Number(rest[k]));
+  const port = num('port', 5400);
+  const tag = `${Date.now().toString(36)}${randomBytes(2).toString('hex')}`;
+  const database = `bench_cost_${tag}`;
+  console.log(`bench:cost ${machineNote()}\ndataset ${JSON.stringify(dataset)}`);
+  const template = await ensureTemplate(dataset, console.log);
+  const url = await cloneDatabase(template, database);
+  if (spawnSync('bash', ['scripts/kafka.sh', 'start'], { cwd: ROOT, stdio: 'inherit' }).status !== 0) throw new Error('no Kafka');
+  ensureBuild(envStr('BUILD', 'auto'));
+  const monitor = new pg.Client({ connectionString: url });
+  await monitor.connect();
+  const monitorPid = (await monitor.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const jwtSecret = `cost-${tag}-${randomBytes(16).toString('hex')}`;
+  let system: RunningSystem | null = null;
+  const sampler = new CpuSampler({
+    system: () => system?.processes() ?? new Map(), monitor, database, benchBackends: () => new Set([monitorPid]), extra: () => new Map(),
+  }, 250);
+  const windows: Window[] = [];
+  try {
+    system = await startSystem({
+      databaseUrl: url, port, dashboardPort: port + 1, pspPort: port + 2, redisUrl: envStr('BENCH_REDIS_URL', 'redis://127.0.0.1:6379/13'),
+      prefix: `bench:${tag}:`, kafkaPrefix: 'bench.', kafkaBrokers: envStr('KAFKA_BROKERS', '127.0.0.1:9092'), jwtSecret, searchCacheTtlS: num('ttl', 30),
+      extra: typeof rest['node-options'] === 'string' ? { NODE_OPTIONS: rest['node-options'] } : undefined,
+    }, `/tmp/bench-cost-${tag}.log`);
+    console.log(`system up (log ${system.logFile}); settling 3 s`);
+    await sleep(3000);
+    await sampler.start();
+    const w = workload(dataset, { hotShare: 0.5, holdWindowDays: 365, jwtSecret, seed: dataset.seed });
+    const measure = async (name: string, run: () => Promise<{ requests: number; p50: number; p99: number }>) => {
+      const c0 = await counters(monitor, database);
+      const t0 = Date.now();
+      const r = await run();
+      await sleep(600);
+      const t1 = Date.now();
+      await sleep(400);
+      const c1 = await counters(monitor, database);
+      const win = sampler.window(t0, t1);
+      windows.push({ name, ...r, seconds: win.seconds, used: win.used, db: Object.fromEntries(Object.entries(c1).map(([k, v]) => [k, v - (c0[k] ?? 0)])) });
+      console.log(`${name}: ${r.requests} requests in ${fmt(win.seconds, 1)} s, p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms`);
+    };
+    const drained = async () => {
+      for (;;) {
+        const { rows } = await monitor.query<{ n: number }>(`SELECT count(*)::int AS n FROM outbox WHERE published_at IS NULL OR dispatched_at IS NULL`);
+        if (rows[0]!.n === 0) return;
+        await sleep(100);
+      }
+    };
+    const load = async (spec: StreamSpec, count: number, after?: () => Promise<void>) => {
+      const res = await openLoop(system!.url, [spec], count / spec.rate, {
+        connections: 32, timeoutMs: 30_000, arrivals: 'uniform', rng: rngFor(dataset.seed, 300), maxInFlight: 50_000,
+      });
+      if (after) await after();
+      const s = res.streams[0]!;
+      const lat = Float64Array.from(s.latency).sort();
+      const pct = (p: number) => lat[Math.min(lat.length - 1, Math.floor((p / 100) * lat.length))] ?? NaN;
+      const bad = new Map<string, number>();
+      s.outcome.forEach((o, i) => { if (s.status[i]! >= 500 || s.status[i] === 0) bad.set(s.labels[o]!, (bad.get(s.labels[o]!) ?? 0) + 1); });
+      if (bad.size) console.log(`  ${spec.name}: errors ${[...bad].map(([k, n]) => `${k}×${n}`).join(' ')}`);
+      return { requests: s.due.length, p50: pct(50), p99: pct(99) };
+    };
+    await measure('idle', async () => {
+      await sleep(num('idle', 6) * 1000);
+      return { requests: 0, p50: NaN, p99: NaN };
+    });
+    if (num('holds', 3000) > 0) await measure('hold', () => load({ name: 'hold', rate: num('hold-rate', 200), next: w.hold }, num('holds', 3000), drained));
+    if (num('searches', 6000) > 0) await measure('search', () => load({ name: 'search', rate: num('search-rate', 400), next: w.search }, num('searches', 6000)));
+    if (num('stays', 6000) > 0) await measure('stays', () => load({ name: 'stays', rate: num('stays-rate', 400), next: w.stays }, num('stays', 6000)));
+  } finally {
+    await sampler.stop();
+    await system?.stop().catch(() => {});
+    await monitor.end().catch(() => {});
+    await dropDatabase(database).catch(() => {});
+  }
+  const idle = windows.find((x) => x.name === 'idle')!;
+  const idleRate = (g: string) => (idle.used[g] ?? 0) / (idle.seconds || 1);
+  const ops = windows.filter((x) => x.name !== 'idle');
+  const groups = [...new Set(windows.flatMap((x) => Object.keys(x.used)))].sort((a, b) =>
+    ops.reduce((s, o) => s + (o.used[b] ?? 0), 0) - ops.reduce((s, o) => s + (o.used[a] ?? 0), 0));
+  const per = (o: Window, g: string) => (1000 * (o.used[g] ?? 0)) / Math.max(1, o.requests);
+  const net = (o: Window, g: string) => (1000 * ((o.used[g] ?? 0) - idleRate(g) * o.seconds)) / Math.max(1, o.requests);
+  const sum = (f: (g: string) => number) => groups.filter((g) => !NOT_SYSTEM.has(g)).reduce((s, g) => s + f(g), 0);
+  printTable('CPU by process: idle cores; ms per request (gross / net of idle)', [
+    ['process', 'idle cores', ...ops.map((o) => `${o.name} ms`)],
+    ...groups.map((g) => [g, fmt(idleRate(g), 3), ...ops.map((o) => `${fmt(per(o, g), 3)} / ${fmt(net(o, g), 3)}`)]),
+    ['= system', fmt(sum(idleRate), 3), ...ops.map((o) => `${fmt(sum((g) => per(o, g)), 3)} / ${fmt(sum((g) => net(o, g)), 3)}`)],
+  ]);
+  for (const o of ops) console.log(`  ${o.name}: database per request ${Object.entries(o.db).map(([k, v]) => `${k} ${fmt(v / Math.max(1, o.requests), 2)}`).join(', ')}`);
+}
+
+await main();

@@ -1,0 +1,91 @@
+import { Kafka, logLevel, type Producer } from 'kafkajs';
+import { EVENT_TYPES, topicName } from '../shared/events/topics.js';
+import { logger } from '../shared/logger.js';
+
+export function createKafka(brokers: string[], clientId = 'booking-pump') {
+  return new Kafka({ clientId, brokers, logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 200 } });
+}
+
+export async function ensureTopics(kafka: Kafka, prefix: string): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const missing = EVENT_TYPES.map((t) => topicName(prefix, t)).filter((t) => !existing.has(t));
+    if (missing.length) await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: 3 })), waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** What a pump pass needs to publish: a producer (only its sendBatch) and the topic prefix. */
+export interface KafkaLane {
+  producer: Pick<Producer, 'sendBatch'>;
+  prefix: string;
+}
+
+const MAX_BACKOFF_MS = 30_000;
+
+/**
+ * An idempotent producer kept connected in the background, so no pump pass ever waits on a broker that is not
+ * there: `lane()` is null until connected, and for a backoff (1 s doubling to 30 s) after a failed send.
+ */
+export class KafkaPublisher {
+  private readonly kafka: Kafka;
+  private readonly producer: Producer;
+  private connected = false;
+  private stopped = false;
+  private connecting: Promise<void> | null = null;
+  private pausedUntil = 0;
+  private backoffMs = 0;
+
+  constructor(brokers: string[], private readonly prefix: string, private readonly onReady: () => void = () => {}) {
+    this.kafka = createKafka(brokers);
+    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true });
+    this.producer.on(this.producer.events.DISCONNECT, () => {
+      this.connected = false;
+      this.start();
+    });
+  }
+
+  /** Connects (retrying with backoff) unless connected or connecting already. */
+  start(): void {
+    if (this.stopped || this.connected || this.connecting) return;
+    this.connecting = (async () => {
+      for (let wait = 1000; !this.stopped && !this.connected; wait = Math.min(MAX_BACKOFF_MS, wait * 2)) {
+        try {
+          await this.producer.connect();
+          await ensureTopics(this.kafka, this.prefix);
+          this.connected = true;
+          this.onReady();
+        } catch (err) {
+          logger.warn({ err: String(err) }, 'kafka not reachable; events wait in the outbox');
+          await new Promise((r) => setTimeout(r, wait));
+        }
+      }
+    })().finally(() => {
+      this.connecting = null;
+    });
+  }
+
+  /** The lane for a pass, or null while not connected or backing off after a failure. */
+  lane(): KafkaLane | null {
+    if (!this.connected || Date.now() < this.pausedUntil) return null;
+    return { producer: this.producer, prefix: this.prefix };
+  }
+
+  succeeded(): void {
+    this.backoffMs = 0;
+  }
+
+  failed(): void {
+    this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(1000, this.backoffMs * 2));
+    this.pausedUntil = Date.now() + this.backoffMs;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.connecting?.catch(() => {});
+    await this.producer.disconnect().catch(() => {});
+  }
+}
