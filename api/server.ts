@@ -8,7 +8,8 @@ import { registerOpsGauges } from './ops-gauges.js';
 
 await runProcess('api', async () => {
   const config = parseConfig();
-  const deps = await createDeps(config);
+  // The hold's one statement runs on the prepared pool; the slonik pool serves the rest of the API.
+  const deps = await createDeps(config, { poolSize: 6, preparedPoolSize: 8 });
   const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
   redis.on('error', () => {});
   const metrics = createMetrics();
@@ -34,5 +35,6 @@ await runProcess('api', async () => {
     await closeGauges();
     redis.disconnect();
     await deps.db.end();
+    await deps.prepared.end();
   };
 });

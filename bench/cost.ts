@@ -30,7 +30,10 @@ const OPTIONS = {
   stays: { type: 'string' }, 'stays-rate': { type: 'string' }, idle: { type: 'string' }, ttl: { type: 'string' }, port: { type: 'string' }, 'node-options': { type: 'string' },
 } as const;
 
-interface Window { name: string; requests: number; seconds: number; used: Record<string, number>; db: Record<string, number>; p50: number; p99: number }
+interface Window {
+  name: string; requests: number; seconds: number; used: Record<string, number>; db: Record<string, number>; p50: number; p99: number;
+  tables: Record<string, Record<string, number>>;
+}
 
 const NOT_SYSTEM = new Set(['load generator', 'bench checks (postgres)']);
 
@@ -39,6 +42,13 @@ async function counters(c: pg.Client, database: string): Promise<Record<string, 
     SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_returned, tup_fetched, blks_hit
     FROM pg_stat_database WHERE datname = $1`, [database]);
   return Object.fromEntries(Object.entries(rows[0] ?? {}).map(([k, v]) => [k, Number(v)]));
+}
+
+/** Per table: scans and rows read/written (pg_stat_user_tables; the stats collector lags ~0.5 s). */
+async function tableCounters(c: pg.Client): Promise<Record<string, Record<string, number>>> {
+  const { rows } = await c.query<Record<string, string>>(`
+    SELECT relname, seq_scan, seq_tup_read, idx_scan, idx_tup_fetch, n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables`);
+  return Object.fromEntries(rows.map(({ relname, ...r }) => [relname!, Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Number(v ?? 0)]))]));
 }
 
 async function main() {
@@ -73,14 +83,17 @@ async function main() {
     const w = workload(dataset, { hotShare: 0.5, holdWindowDays: 365, jwtSecret, seed: dataset.seed });
     const measure = async (name: string, run: () => Promise<{ requests: number; p50: number; p99: number }>) => {
       const c0 = await counters(monitor, database);
+      const t0s = await tableCounters(monitor);
       const t0 = Date.now();
       const r = await run();
       await sleep(600);
       const t1 = Date.now();
       await sleep(400);
       const c1 = await counters(monitor, database);
+      const t1s = await tableCounters(monitor);
+      const tables = Object.fromEntries(Object.entries(t1s).map(([t, m]) => [t, Object.fromEntries(Object.entries(m).map(([k, v]) => [k, v - (t0s[t]?.[k] ?? 0)]))]));
       const win = sampler.window(t0, t1);
-      windows.push({ name, ...r, seconds: win.seconds, used: win.used, db: Object.fromEntries(Object.entries(c1).map(([k, v]) => [k, v - (c0[k] ?? 0)])) });
+      windows.push({ name, ...r, seconds: win.seconds, used: win.used, tables, db: Object.fromEntries(Object.entries(c1).map(([k, v]) => [k, v - (c0[k] ?? 0)])) });
       console.log(`${name}: ${r.requests} requests in ${fmt(win.seconds, 1)} s, p50 ${fmt(r.p50, 1)} ms, p99 ${fmt(r.p99, 1)} ms`);
     };
     const drained = async () => {
@@ -129,7 +142,13 @@ async function main() {
     ...groups.map((g) => [g, fmt(idleRate(g), 3), ...ops.map((o) => `${fmt(per(o, g), 3)} / ${fmt(net(o, g), 3)}`)]),
     ['= system', fmt(sum(idleRate), 3), ...ops.map((o) => `${fmt(sum((g) => per(o, g)), 3)} / ${fmt(sum((g) => net(o, g)), 3)}`)],
   ]);
-  for (const o of ops) console.log(`  ${o.name}: database per request ${Object.entries(o.db).map(([k, v]) => `${k} ${fmt(v / Math.max(1, o.requests), 2)}`).join(', ')}`);
+  for (const o of ops) {
+    const n = Math.max(1, o.requests);
+    console.log(`  ${o.name}: database per request ${Object.entries(o.db).map(([k, v]) => `${k} ${fmt(v / n, 2)}`).join(', ')}`);
+    const busy = Object.entries(o.tables).filter(([, m]) => Object.values(m).some((v) => v > 0))
+      .sort((a, b) => (b[1].seq_tup_read! + b[1].idx_tup_fetch!) - (a[1].seq_tup_read! + a[1].idx_tup_fetch!)).slice(0, 6);
+    for (const [t, m] of busy) console.log(`    ${t}: ${Object.entries(m).filter(([, v]) => v).map(([k, v]) => `${k} ${fmt(v / n, 2)}`).join(', ')}`);
+  }
 }
 
 await main();

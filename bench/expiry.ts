@@ -59,6 +59,7 @@ async function main() {
     }
     await sqlPool.end().catch(() => {});
     await base.db.end().catch(() => {});
+    await base.prepared.end().catch(() => {});
     await db.drop();
   });
 

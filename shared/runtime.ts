@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { createDb } from './db/pool.js';
+import { createPreparedDb } from './db/prepared.js';
 import { PspClient } from './psp/client.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import type { Config } from './config.js';
@@ -15,9 +16,14 @@ export function pspClient(config: Config): PspClient {
   return new PspClient({ baseUrl: config.pspUrl, apiKey: config.PSP_API_KEY, timeoutMs: 2000, retries: 2 });
 }
 
-export async function createDeps(config: Config, opts: { clock?: Clock; poolSize?: number } = {}): Promise<Deps> {
+/**
+ * A process's dependencies. Pools are small: the machine has 2 cores, and two of every process (as the
+ * chaos tooling runs them) must stay well below PostgreSQL's max_connections (100). Connections open on demand.
+ */
+export async function createDeps(config: Config, opts: { clock?: Clock; poolSize?: number; preparedPoolSize?: number } = {}): Promise<Deps> {
   return {
-    db: await createDb(config.DATABASE_URL, { maximumPoolSize: opts.poolSize }),
+    db: await createDb(config.DATABASE_URL, { maximumPoolSize: opts.poolSize ?? 4 }),
+    prepared: createPreparedDb(config.DATABASE_URL, opts.preparedPoolSize ?? 2),
     clock: opts.clock ?? systemClock,
     config,
     psp: pspClient(config),

@@ -15,8 +15,14 @@ import { drainOnNotify } from './wake.js';
 // request, one bulk add per queue and one UPDATE per pass. Safe to run twice: a lane is worked by one pump at a
 // time (a transaction-scoped advisory lock), the other pump's pass finds it taken and does nothing.
 
-/** Gather the commits of this many ms into one pass. */
-const COALESCE_MS = 10;
+/**
+ * Gather the commits of up to this many ms (or this many commits) into one pass: at 600 holds/s a pass then
+ * carries ~25 events instead of ~2, and Kafka still sees each event within ~100 ms of its commit.
+ */
+const COALESCE_MS = 40;
+const COALESCE_COUNT = 200;
+/** Skip the Redis ping while the last bulk add is this recent: it proved Redis alive. */
+const REDIS_PROVEN_MS = 1_000;
 /** VACUUM the outbox after this many rows were marked (and at least once a minute while any were). */
 const VACUUM_AFTER_ROWS = 5_000;
 const VACUUM_AT_LEAST_EVERY_MS = 60_000;
@@ -29,6 +35,7 @@ export interface PumpOptions {
   /** Called after every pass (for metrics: events published and dispatched). */
   onPass?: (r: PassResult) => void;
   coalesceMs?: number;
+  coalesceCount?: number;
 }
 
 export function startPump(db: DatabasePool, databaseUrl: string, o: PumpOptions) {
@@ -44,9 +51,12 @@ export function startPump(db: DatabasePool, databaseUrl: string, o: PumpOptions)
       .finally(() => { vacuuming = null; });
   };
   let lastWarn = 0;
+  let redisProvenAt = 0;
   const loop = drainOnNotify(databaseUrl, 'outbox', async () => {
     const kafka = o.kafka?.lane() ?? null;
-    const r = await pumpOnce(db, { kafka, jobs: o.jobs });
+    const jobs = o.jobs && Date.now() - redisProvenAt < REDIS_PROVEN_MS ? { queues: o.jobs.queues } : o.jobs;
+    const r = await pumpOnce(db, { kafka, jobs });
+    if (o.jobs && !r.failures.some((f) => f.lane === 'dispatch')) redisProvenAt = Date.now();
     if (kafka) {
       if (r.failures.some((f) => f.lane === 'publish')) o.kafka!.failed();
       else o.kafka!.succeeded();
@@ -59,7 +69,7 @@ export function startPump(db: DatabasePool, databaseUrl: string, o: PumpOptions)
     maybeVacuum();
     o.onPass?.(r);
     return r.full;
-  }, { coalesceMs: o.coalesceMs ?? COALESCE_MS });
+  }, { coalesceMs: o.coalesceMs ?? COALESCE_MS, coalesceCount: o.coalesceCount ?? COALESCE_COUNT });
   return {
     kick: loop.kick,
     async stop() {

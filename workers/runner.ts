@@ -49,6 +49,7 @@ export async function runWorkerProcess<Q extends QueueName>(def: WorkerDefinitio
       await worker.close();
       await closeQueues(deps.queues);
       await deps.db.end();
+      await deps.prepared.end();
     };
   });
 }

@@ -5,10 +5,12 @@ export interface DrainOptions {
   /** Safety-net poll: a NOTIFY is lost while the listener reconnects. */
   pollMs?: number;
   /**
-   * After a notification, wait this long before draining, so that one pass carries the events of many commits
-   * (at 600 commits/s, 10 ms gathers ~6; a pass costs about the same for 1 row as for 50).
+   * After a notification, wait up to this long before draining, so that one pass carries the events of many
+   * commits (a pass costs about the same for 1 row as for 50) ...
    */
   coalesceMs?: number;
+  /** ... or until this many notifications (commits) have arrived. */
+  coalesceCount?: number;
 }
 
 /**
@@ -16,13 +18,26 @@ export interface DrainOptions {
  * `drain` returns true while more work is waiting (a full batch): then it runs again at once.
  */
 export function drainOnNotify(databaseUrl: string, channel: string, drain: () => Promise<boolean>, opts: DrainOptions = {}) {
-  const { pollMs = 1000, coalesceMs = 0 } = opts;
+  const { pollMs = 1000, coalesceMs = 0, coalesceCount = Infinity } = opts;
   let stopped = false;
   let running: Promise<void> | null = null;
   let again = false;
   let pending: NodeJS.Timeout | null = null;
   let client: pg.Client | null = null;
+  /** Notifications since the last pass started; `enough` resolves a gathering wait early. */
+  let notifications = 0;
+  let enough: (() => void) | null = null;
   const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  const gather = () => new Promise<void>((resolve) => {
+    if (notifications >= coalesceCount) return resolve();
+    const t = setTimeout(done, coalesceMs);
+    function done() {
+      clearTimeout(t);
+      enough = null;
+      resolve();
+    }
+    enough = done;
+  });
 
   const kick = () => {
     if (stopped) return;
@@ -33,6 +48,7 @@ export function drainOnNotify(databaseUrl: string, channel: string, drain: () =>
     running = (async () => {
       do {
         again = false;
+        notifications = 0;
         try {
           while (!stopped && (await drain()));
         } catch (err) {
@@ -41,23 +57,27 @@ export function drainOnNotify(databaseUrl: string, channel: string, drain: () =>
           again = true;
         }
         // Commits that arrived during the pass: gather a few more before the next one.
-        if (again && coalesceMs > 0) await pause(coalesceMs);
+        if (again && coalesceMs > 0) await gather();
       } while (again && !stopped);
     })().finally(() => {
       running = null;
     });
   };
 
+  const fire = () => {
+    if (pending) clearTimeout(pending);
+    pending = null;
+    kick();
+  };
   const notified = () => {
-    if (stopped || pending) return;
-    if (running || coalesceMs <= 0) {
-      kick();
+    if (stopped) return;
+    notifications++;
+    if (enough && notifications >= coalesceCount) enough();
+    if (running || coalesceMs <= 0 || notifications >= coalesceCount) {
+      fire();
       return;
     }
-    pending = setTimeout(() => {
-      pending = null;
-      kick();
-    }, coalesceMs);
+    pending ??= setTimeout(fire, coalesceMs);
   };
 
   const listen = async () => {

@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { BackendTerminatedError, BackendTerminatedUnexpectedlyError, ConnectionError } from 'slonik';
 import { DomainError, type ErrorCode } from '../../shared/domain/errors.js';
+import { DatabaseUnavailableError } from '../../shared/db/prepared.js';
 import { logger } from '../../shared/logger.js';
 import type { ApiState } from '../context.js';
 
@@ -39,6 +40,7 @@ export function errorBody(e: DomainError) {
 /** The database (or another dependency) could not be reached or dropped the connection: 503, not 500. */
 const isUnavailable = (e: unknown) =>
   e instanceof ConnectionError ||
+  e instanceof DatabaseUnavailableError ||
   e instanceof BackendTerminatedError ||
   e instanceof BackendTerminatedUnexpectedlyError ||
   (e as { code?: string })?.code === 'ECONNREFUSED';

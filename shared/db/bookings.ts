@@ -2,6 +2,8 @@ import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
 import { BOOKING_STATUSES, type BookingStatus } from '../domain/booking-status.js';
 import type { Booking } from '../domain/booking.js';
+import type { RowEventDraft } from './outbox.js';
+import type { PreparedDb } from './prepared.js';
 
 const instant = z.string().transform((s) => new Date(s));
 const common = {
@@ -69,6 +71,31 @@ export async function insertCarHold(db: CommonQueryMethods, h: NewCarHold): Prom
            c.deposit_amount, c.currency, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()}
     FROM car c WHERE c.id = ${h.carId}
     RETURNING id, deposit_amount AS "depositAmount", currency`);
+}
+
+/**
+ * The hold and its booking.held event in one statement (one round trip, no explicit transaction), prepared: the
+ * hottest write there is. The event gets the new booking's id (its message key too), deposit and currency from
+ * the inserted row. As in insertCarHold, the exclusion constraint decides (SQLSTATE 23P01); a refused hold
+ * writes no event either.
+ */
+export async function insertCarHoldWithEvent(db: PreparedDb, h: NewCarHold, held: RowEventDraft): Promise<z.infer<typeof insertedHold> | null> {
+  const rows = await db.query<z.infer<typeof insertedHold>>('insert-car-hold-with-event', `
+    WITH b AS (
+      INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, currency, hold_expires_at, next_expiry_check_at)
+      SELECT 'car', 'HOLD', $1, c.id, tstzrange($2::timestamptz, $3::timestamptz, '[)'), c.deposit_amount, c.currency,
+             $4::timestamptz, $4::timestamptz
+      FROM car c WHERE c.id = $5
+      RETURNING id, deposit_amount, currency
+    ), e AS (
+      INSERT INTO outbox (event_id, topic, message_key, payload)
+      SELECT $6::uuid, $7, b.id::text,
+             $8::jsonb || jsonb_build_object('bookingId', b.id, 'depositAmount', b.deposit_amount, 'currency', b.currency)
+      FROM b
+    )
+    SELECT id, deposit_amount AS "depositAmount", currency FROM b`,
+  [h.customerId, h.from.toISOString(), h.to.toISOString(), h.holdExpiresAt.toISOString(), h.carId, held.eventId, held.topic, JSON.stringify(held.payload)]);
+  return rows[0] ? insertedHold.parse(rows[0]) : null;
 }
 
 export interface NewStayHold {

@@ -8,6 +8,13 @@ export interface NewOutboxRow {
   payload: Record<string, unknown>;
 }
 
+/** An event that the statement writing it completes from the row it inserts (see insertCarHoldWithEvent). */
+export interface RowEventDraft {
+  eventId: string;
+  topic: string;
+  payload: Record<string, unknown>;
+}
+
 /** One INSERT in the caller's transaction: the event exists exactly when the change it describes does. */
 export async function insertOutboxEvent(tx: CommonQueryMethods, row: NewOutboxRow): Promise<void> {
   await tx.query(sql.typeAlias('void')`

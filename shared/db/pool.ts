@@ -37,6 +37,9 @@ export async function createDb(url: string, options: { maximumPoolSize?: number 
     resetConnection: async () => {},
     statementTimeout: 15_000,
     connectionTimeout: 5_000,
+    // slonik closes a connection idle for 5 s by default: under bursty load that is a new PostgreSQL backend
+    // (a fork, authentication, the session SETs) every few seconds per pool slot. Keep them for a minute.
+    idleTimeout: 60_000,
   });
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from '../db/pool.js';
-import { insertOutboxEvent } from '../db/outbox.js';
+import { insertOutboxEvent, type RowEventDraft } from '../db/outbox.js';
 import { messageKeyOf, type EventPayload } from './payloads.js';
 import type { EventType } from './topics.js';
 
@@ -20,4 +20,17 @@ export async function writeEvent<T extends EventType>(
     payload: { eventId, type, occurredAt: occurredAt.toISOString(), ...payload },
   });
   return eventId;
+}
+
+type CarHeld = Extract<EventPayload<'booking.held'>, { kind: 'car' }>;
+/** booking.held of a car hold, but for what the hold's INSERT decides: the booking id, the car's deposit and currency. */
+export type CarHeldDraft = Omit<CarHeld, 'bookingId' | 'depositAmount' | 'currency'>;
+
+/**
+ * booking.held for a car hold written by the same statement as the booking (insertCarHoldWithEvent), which
+ * adds the fields the new row decides; its message key is the booking id, as messageKeyOf says.
+ */
+export function draftCarHeld(occurredAt: Date, payload: CarHeldDraft): RowEventDraft {
+  const eventId = randomUUID();
+  return { eventId, topic: 'booking.held', payload: { eventId, type: 'booking.held', occurredAt: occurredAt.toISOString(), ...payload } };
 }

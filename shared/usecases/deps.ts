@@ -1,10 +1,13 @@
 import type { DatabasePool } from '../db/pool.js';
+import type { PreparedDb } from '../db/prepared.js';
 import type { Clock } from '../domain/clock.js';
 import type { Config } from '../config.js';
 import type { PspClient } from '../psp/client.js';
 
 export interface Deps {
   db: DatabasePool;
+  /** Named statements on plain node-postgres, for the hottest paths (see shared/db/prepared.ts). */
+  prepared: PreparedDb;
   clock: Clock;
   config: Config;
   psp: PspClient;

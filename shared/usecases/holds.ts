@@ -6,8 +6,8 @@ import { DomainError, forbidden, notFound } from '../domain/errors.js';
 import { checkCarHold, checkStayDates, stayDeposit, type BookingKind } from '../domain/booking.js';
 import { findRoomType } from '../db/hotels.js';
 import { lockNights, listNights, attributeChanges, moveRooms, type NightRow } from '../db/inventory.js';
-import { insertCarHold, insertStayHold } from '../db/bookings.js';
-import { writeEvent } from '../events/outbox.js';
+import { insertCarHold, insertCarHoldWithEvent, insertStayHold } from '../db/bookings.js';
+import { draftCarHeld, writeEvent } from '../events/outbox.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 import { idempotent, type Outcome, type Remember } from './idempotency.js';
 
@@ -58,6 +58,14 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
   return input.kind === 'car' ? holdCar(deps, hold, input) : holdStay(deps, hold, input);
 }
 
+/** The answer to a hold. */
+function holdResult(deps: Deps, hold: Hold, b: { bookingId: number; depositAmount: number; currency: string; booked: Booked }): HoldResult {
+  return {
+    bookingId: b.bookingId, kind: b.booked.kind, status: 'HOLD', holdExpiresAt: hold.expiresAt.toISOString(), depositAmount: b.depositAmount,
+    currency: b.currency, paymentUrl: `${deps.config.PUBLIC_BASE_URL}/bookings/${b.bookingId}/pay`,
+  };
+}
+
 /** The last step of every hold, inside its transaction: the answer, the event, and what must commit with them. */
 async function commitHold(
   tx: CommonQueryMethods,
@@ -66,10 +74,7 @@ async function commitHold(
   b: { bookingId: number; depositAmount: number; currency: string; booked: Booked },
 ): Promise<HoldResult> {
   const { bookingId, depositAmount, currency, booked } = b;
-  const result: HoldResult = {
-    bookingId, kind: booked.kind, status: 'HOLD', holdExpiresAt: hold.expiresAt.toISOString(), depositAmount, currency,
-    paymentUrl: `${deps.config.PUBLIC_BASE_URL}/bookings/${bookingId}/pay`,
-  };
+  const result = holdResult(deps, hold, b);
   await writeEvent(tx, 'booking.held', hold.now, {
     bookingId, customerId: hold.actor.id, ...booked, holdExpiresAt: result.holdExpiresAt, depositAmount, currency,
   });
@@ -79,17 +84,24 @@ async function commitHold(
 
 /** A car: one INSERT whose exclusion constraint, not a prior read, decides whether the car is free. */
 async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind: 'car' }>): Promise<HoldResult> {
+  const booked = { kind: 'car' as const, carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString() };
+  const newHold = { customerId: hold.actor.id, carId: input.carId, from: input.from, to: input.to, holdExpiresAt: hold.expiresAt };
   try {
-    return await deps.db.transaction(async (tx) => {
-      const row = await insertCarHold(tx, { customerId: hold.actor.id, carId: input.carId, from: input.from, to: input.to, holdExpiresAt: hold.expiresAt });
+    if (!hold.beforeCommit) {
+      // Nothing else commits with it (no Idempotency-Key): the booking and booking.held in one statement.
+      const draft = draftCarHeld(hold.now, { customerId: hold.actor.id, ...booked, holdExpiresAt: hold.expiresAt.toISOString() });
+      const row = await insertCarHoldWithEvent(deps.prepared, newHold, draft);
       if (!row) throw notFound('car');
-      return commitHold(tx, deps, hold, {
-        bookingId: row.id, depositAmount: row.depositAmount, currency: row.currency,
-        booked: { kind: 'car', carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString() },
-      });
+      return holdResult(deps, hold, { bookingId: row.id, depositAmount: row.depositAmount, currency: row.currency, booked });
+    }
+    return await deps.db.transaction(async (tx) => {
+      const row = await insertCarHold(tx, newHold);
+      if (!row) throw notFound('car');
+      return commitHold(tx, deps, hold, { bookingId: row.id, depositAmount: row.depositAmount, currency: row.currency, booked });
     });
   } catch (e) {
-    if (e instanceof CheckExclusionConstraintViolationError) {
+    // slonik's typed error (transaction path) or node-postgres's SQLSTATE (prepared path).
+    if (e instanceof CheckExclusionConstraintViolationError || (e as { code?: string }).code === '23P01') {
       throw new DomainError('CAR_UNAVAILABLE', 'the car is already booked for an overlapping period (turnaround included)');
     }
     throw e;

@@ -106,6 +106,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       await closeGauges();
       await pool.end();
       await base.db.end();
+      await base.prepared.end();
       const admin = new pg.Client({ connectionString: ADMIN_DB });
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS test_${id} WITH (FORCE)`).catch(() => {});

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { inHours } from '../helpers/http.js';
+import { parseEvent } from '../../shared/events/payloads.js';
 
 let h: Harness;
 let host: string;
@@ -67,5 +68,43 @@ describe('car holds', () => {
     expect(await listed(inHours(106), inHours(108))).toBe(true);
     expect(await listed(inHours(97), inHours(99))).toBe(false); // its own buffer reaches into the hold
     expect(await listed(inHours(96), inHours(98))).toBe(true); // buffer ends exactly where the hold starts
+  });
+});
+
+describe('booking.held of a car hold', () => {
+  const heldOf = async (bookingId: number) => {
+    const { rows } = await h.sql(`SELECT message_key, topic, payload FROM outbox WHERE message_key = $1 ORDER BY id`, [String(bookingId)]);
+    return rows as { message_key: string; topic: string; payload: Record<string, unknown> }[];
+  };
+
+  it('is the same whether the hold is one statement (no Idempotency-Key) or a transaction with the key', async () => {
+    const car = await newCar();
+    const plain = await h.req('POST', '/bookings', { token: h.token(20_001, 'customer'), body: { carId: car.id, from: inHours(30), to: inHours(33) } });
+    const keyed = await h.req('POST', '/bookings', {
+      token: h.token(20_002, 'customer'), headers: { 'idempotency-key': 'k-1' }, body: { carId: car.id, from: inHours(60), to: inHours(63) },
+    });
+    expect([plain.status, keyed.status]).toEqual([201, 201]);
+    const [a] = await heldOf(plain.json.bookingId);
+    const [b] = await heldOf(keyed.json.bookingId);
+    for (const [row, reply, customerId] of [[a!, plain, 20_001], [b!, keyed, 20_002]] as const) {
+      expect(row.topic).toBe('booking.held');
+      expect(row.message_key).toBe(String(reply.json.bookingId));
+      expect(parseEvent(row.topic, row.payload)).toEqual({
+        eventId: expect.any(String), type: 'booking.held', occurredAt: expect.any(String), bookingId: reply.json.bookingId, kind: 'car',
+        customerId, carId: car.id, from: reply === plain ? inHours(30) : inHours(60), to: reply === plain ? inHours(33) : inHours(63),
+        holdExpiresAt: reply.json.holdExpiresAt, depositAmount: 2000000, currency: 'VND',
+      });
+    }
+    expect(Object.keys(a!.payload).sort()).toEqual(Object.keys(b!.payload).sort());
+  });
+
+  it('a refused hold (409) writes neither a booking nor an event', async () => {
+    const car = await newCar();
+    const first = await h.req('POST', '/bookings', { token: h.token(20_003, 'customer'), body: { carId: car.id, from: inHours(30), to: inHours(33) } });
+    const before = (await h.sql(`SELECT count(*)::int AS n FROM outbox`)).rows[0].n;
+    const second = await h.req('POST', '/bookings', { token: h.token(20_004, 'customer'), body: { carId: car.id, from: inHours(31), to: inHours(32) } });
+    expect([first.status, second.status]).toEqual([201, 409]);
+    expect((await h.sql(`SELECT count(*)::int AS n FROM outbox`)).rows[0].n).toBe(before);
+    expect((await h.sql(`SELECT count(*)::int AS n FROM booking WHERE car_id = $1`, [car.id])).rows[0].n).toBe(1);
   });
 });
