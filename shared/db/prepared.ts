@@ -33,11 +33,26 @@ export function createPreparedDb(url: string, max: number): PreparedDb {
   });
   pool.on('error', () => {}); // an idle client's connection dropped: the pool replaces it
   return {
+    // Not pool.query: it gives the connection back with the query's error, and pg-pool then closes it — a new
+    // backend (fork, authentication, re-preparing) for every refused hold (SQLSTATE 23P01). A server error
+    // leaves the connection fine; only a connection error retires it.
     async query<R>(name: string, text: string, values: readonly unknown[]) {
+      let client: pg.PoolClient;
       try {
-        return (await pool.query<R & pg.QueryResultRow>({ name, text, values: values as unknown[] })).rows;
+        client = await pool.connect();
       } catch (e) {
-        if (isServerError(e)) throw e;
+        throw new DatabaseUnavailableError(String((e as Error)?.message ?? e), { cause: e });
+      }
+      try {
+        const rows = (await client.query<R & pg.QueryResultRow>({ name, text, values: values as unknown[] })).rows;
+        client.release();
+        return rows;
+      } catch (e) {
+        if (isServerError(e)) {
+          client.release();
+          throw e;
+        }
+        client.release(e as Error);
         throw new DatabaseUnavailableError(String((e as Error)?.message ?? e), { cause: e });
       }
     },
