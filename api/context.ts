@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { Deps } from '../shared/usecases/deps.js';
-import type { SearchDeps } from '../shared/usecases/search.js';
+import type { SearchDeps, SearchIndex } from '../shared/usecases/search.js';
 import type { Metrics } from './metrics.js';
 import type { Actor } from '../shared/domain/actor.js';
 
@@ -8,6 +8,8 @@ import type { Actor } from '../shared/domain/actor.js';
 export interface ApiDeps extends Deps {
   redis: Redis;
   metrics: Metrics;
+  /** In-memory search calendars (api/server.ts starts them when SEARCH_CACHE_TTL_S allows). */
+  searchIndex?: SearchIndex | null;
 }
 
 /** What the routes get: the process's deps and what the app builds from them once. */

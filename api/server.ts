@@ -2,6 +2,7 @@ import { parseConfig } from '../shared/config.js';
 import { createDeps, requestRedis } from '../shared/runtime.js';
 import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
+import { startSearchIndexes } from '../shared/search/start.js';
 import { createApp } from './app.js';
 import { createMetrics } from './metrics.js';
 import { registerOpsGauges } from './ops-gauges.js';
@@ -14,9 +15,10 @@ await runProcess('api', async () => {
   redis.on('error', () => {});
   const metrics = createMetrics();
   const closeGauges = registerOpsGauges(metrics, deps.db, config);
+  const searchIndex = startSearchIndexes(deps.prepared, config.SEARCH_CACHE_TTL_S);
   // Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
   let inFlight = 0;
-  const app = createApp({ ...deps, redis, metrics }, [
+  const app = createApp({ ...deps, redis, metrics, searchIndex }, [
     async (_ctx, next) => {
       inFlight++;
       try {
@@ -33,6 +35,7 @@ await runProcess('api', async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
     await closeGauges();
+    await searchIndex?.stop();
     redis.disconnect();
     await deps.db.end();
     await deps.prepared.end();

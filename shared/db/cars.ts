@@ -34,17 +34,26 @@ export interface CarSearch {
   limit: number;
 }
 
-/** Cars a hold for [from, to) would be accepted on now: [from, to + turnaround) overlaps no blocked range. */
+/**
+ * Cars a hold for [from, to) would be accepted on now: [from, to + turnaround) overlaps no blocked range.
+ * Written so that its plan does not depend on planner statistics (autovacuum is off; a fresh catalogue has
+ * none): the city's cars are read in price order (an index scan, or a sort of one city's cars) and each is
+ * checked with one probe of the exclusion constraint's GiST index (OFFSET 0 keeps the check a per-car
+ * subplan; as a join, the planner without statistics hashed every active booking instead), stopping at
+ * `limit`. ~1–5 ms, whatever the number of bookings.
+ */
 export async function searchAvailableCars(db: CommonQueryMethods, q: CarSearch): Promise<readonly CarRow[]> {
   return db.any(sql.type(carRow)`
-    SELECT ${columns} FROM car c
-    WHERE c.city = ${q.city}
-      AND NOT EXISTS (
-        SELECT 1 FROM booking b
-        WHERE b.car_id = c.id
-          AND b.kind = 'car' AND b.status IN ('HOLD', 'CONFIRMED', 'ON_TRIP')
-          AND b.blocked && tstzrange(${q.from.toISOString()}::timestamptz,
-                                     ${q.to.toISOString()}::timestamptz + make_interval(mins => c.turnaround_minutes), '[)'))
+    SELECT ${columns} FROM (
+      SELECT * FROM car WHERE city = ${q.city} ORDER BY daily_price, id OFFSET 0
+    ) c
+    WHERE NOT EXISTS (
+      SELECT 1 FROM booking b
+      WHERE b.car_id = c.id
+        AND b.kind = 'car' AND b.status IN ('HOLD', 'CONFIRMED', 'ON_TRIP')
+        AND b.blocked && tstzrange(${q.from.toISOString()}::timestamptz,
+                                   ${q.to.toISOString()}::timestamptz + make_interval(mins => c.turnaround_minutes), '[)')
+      OFFSET 0)
     ORDER BY c.daily_price, c.id
     LIMIT ${q.limit}`);
 }

@@ -1,16 +1,30 @@
 import type { Deps } from './deps.js';
 import { checkCarPeriod, checkStayDates, startsInFuture } from '../domain/booking.js';
+import type { CarCalendar } from '../domain/car-calendar.js';
+import { dayOf, type StayCalendar } from '../domain/stay-calendar.js';
 import { searchAvailableCars, type CarRow } from '../db/cars.js';
 import { searchAvailability } from '../db/hotels.js';
 
 // Public search. Answers may be up to SEARCH_CACHE_TTL_S stale (the contract allows it); holds are
-// always decided by the database, never by a search answer.
+// always decided by the database, never by a search answer. Answered from the in-memory indexes while
+// they are fresh (shared/search/indexes.ts), else from SQL through the cache.
 
 /** Read-through cache of search answers by (kind, query key); the API keeps it in Redis. */
 export type SearchCache = <T>(kind: 'cars' | 'stays', key: string, load: () => Promise<T>) => Promise<T>;
 
+/** In-memory calendars, each null while missing or too old to answer from. */
+export interface SearchIndex {
+  cars(): CarCalendar | null;
+  /** The stay calendar when it holds the night `fromDay` (days since 1970-01-01). */
+  stays(fromDay: number): StayCalendar | null;
+}
+
+/** Room types an availability search lists at most. */
+export const MAX_ROOM_TYPES = 200;
+
 export interface SearchDeps extends Pick<Deps, 'db' | 'clock'> {
   searchCache: SearchCache;
+  searchIndex?: SearchIndex | null;
 }
 
 export interface CarSearch {
@@ -28,6 +42,8 @@ export async function searchCars(deps: SearchDeps, q: CarSearch): Promise<{ cars
   checkCarPeriod(q.from, q.to);
   // No hold starts in the past, so no car is listed for such a period.
   if (!startsInFuture(q.from, deps.clock.now())) return { cars: [] };
+  const index = deps.searchIndex?.cars();
+  if (index) return { cars: index.search(q.city, q.from.getTime(), q.to.getTime(), q.limit) };
   const key = `${q.city}|${q.from.toISOString()}|${q.to.toISOString()}|${q.limit}`;
   const cars = await deps.searchCache('cars', key, async () => (await searchAvailableCars(deps.db, q)).map(publicCar));
   return { cars };
@@ -43,6 +59,9 @@ export interface StaySearch {
 /** Room types of the city with at least `rooms` free on every night of the stay, most free rooms first. */
 export async function searchStays(deps: SearchDeps, q: StaySearch) {
   const nights = checkStayDates(q.checkIn, q.checkOut);
+  const from = dayOf(q.checkIn);
+  const index = deps.searchIndex?.stays(from);
+  if (index) return { roomTypes: index.search(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES) };
   const key = `${q.city}|${q.checkIn}|${q.checkOut}|${q.rooms}`;
   const roomTypes = await deps.searchCache('stays', key, () => searchAvailability(deps.db, { ...q, nights }));
   return { roomTypes };

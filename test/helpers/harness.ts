@@ -19,6 +19,8 @@ import { startPump } from '../../workers/pump.js';
 import { openQueues, upsertSchedule, type Queues } from '../../shared/queues/queues.js';
 import { webhookNotificationProvider } from '../../shared/usecases/notifications.js';
 import { client, token, type Client } from './http.js';
+import { startSearchIndexes } from '../../shared/search/start.js';
+import type { SearchIndexes } from '../../shared/search/indexes.js';
 
 export const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -38,6 +40,8 @@ export interface Harness {
   psp: PspSandbox;
   queues: Record<string, Queue>;
   sql: (text: string, params?: unknown[]) => Promise<pg.QueryResult>;
+  /** The in-memory search indexes, as the API process runs them when SEARCH_CACHE_TTL_S ≥ 2 (else null). */
+  searchIndex: SearchIndexes | null;
   close: () => Promise<void>;
 }
 
@@ -61,7 +65,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const deps: WorkerDeps = { ...base, queues };
   const metrics = createMetrics();
   const closeGauges = registerOpsGauges(metrics, base.db, config);
-  const app = createApp({ ...base, redis, metrics });
+  const searchIndex = startSearchIndexes(base.prepared, config.SEARCH_CACHE_TTL_S);
+  const app = createApp({ ...base, redis, metrics, searchIndex });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
@@ -88,10 +93,11 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 
   return {
-    config, baseUrl, req: client(baseUrl), deps, psp, queues,
+    config, baseUrl, req: client(baseUrl), deps, psp, queues, searchIndex,
     token: (sub, role) => token(config.JWT_SECRET, { sub: String(sub), role }),
     sql: (text, params) => pool.query(text, params as unknown[]),
     async close() {
+      await searchIndex?.stop();
       await dispatcher?.stop();
       await Promise.all(workers.map((w) => w.close()));
       for (const q of Object.values(queues)) {

@@ -1,0 +1,218 @@
+import { CarCalendar } from '../domain/car-calendar.js';
+import { StayCalendar } from '../domain/stay-calendar.js';
+import type { PreparedDb } from '../db/prepared.js';
+import {
+  ledgerHead, loadCarIntervals, loadCars, loadNights, loadRoomTypes, outboxHead, tailCalendarChanges, tailNightChanges,
+  xidsOfOtherDatabases, type CalendarChange, type Snapshot, type TailRead,
+} from '../db/search-feed.js';
+import { logger } from '../logger.js';
+import { TailCursor, ended } from './tail-cursor.js';
+
+// The API's in-memory search indexes: the car calendars (fed from the outbox's booking events) and the free
+// rooms per night (fed from the inventory ledger), polled every `pollMs`. A search reads them only while their
+// last successful poll is younger than `maxAgeMs` (below SEARCH_CACHE_TTL_S); otherwise it falls back to SQL.
+// Every `rebuildEveryMs` they are rebuilt from the tables, a safety net for any change not in the feeds.
+
+export interface SearchIndexOptions {
+  pollMs: number;
+  maxAgeMs: number;
+  /** Reload the catalogues (cars, room types) this often: new ones appear within it. */
+  catalogueEveryMs: number;
+  rebuildEveryMs: number;
+  /** Rows per tail read. */
+  tailLimit?: number;
+}
+
+/** How long a rebuild waits for the transactions in progress at its start (then it proceeds; see rebuild). */
+const SETTLE_MAX_MS = 10_000;
+const OTHER_DB_CHECK_MS = 1_000;
+const DAY_MS = 86_400_000;
+
+type HeldChange = Extract<CalendarChange, { kind: 'held' }>;
+
+/** One index, its feed and its timers. */
+interface Feed<C> {
+  name: string;
+  calendar: C | null;
+  cursor: TailCursor;
+  syncedAt: number;
+  rebuildAt: number;
+  catalogueAt: number;
+}
+
+export class SearchIndexes {
+  private readonly carFeed: Feed<CarCalendar> = { name: 'cars', calendar: null, cursor: new TailCursor(0), syncedAt: 0, rebuildAt: 0, catalogueAt: 0 };
+  private readonly stayFeed: Feed<StayCalendar> = { name: 'stays', calendar: null, cursor: new TailCursor(0), syncedAt: 0, rebuildAt: 0, catalogueAt: 0 };
+  /** Nights before this day are not in the stay index (they are history): such searches go to SQL. */
+  private stayFromDay = Infinity;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private lastWarn = 0;
+
+  constructor(private readonly db: PreparedDb, private readonly o: SearchIndexOptions) {}
+
+  start(): void {
+    const loop = async () => {
+      if (this.stopped) return;
+      this.running = this.poll();
+      await this.running;
+      if (!this.stopped) this.timer = setTimeout(() => void loop(), this.o.pollMs);
+    };
+    void loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** The car calendar when fresh enough to answer from, else null. */
+  cars(now = Date.now()): CarCalendar | null {
+    return this.fresh(this.carFeed, now);
+  }
+
+  /** The stay calendar when fresh enough and holding the night `fromDay`, else null. */
+  stays(fromDay: number, now = Date.now()): StayCalendar | null {
+    return fromDay >= this.stayFromDay ? this.fresh(this.stayFeed, now) : null;
+  }
+
+  private fresh<C>(f: Feed<C>, now: number): C | null {
+    return f.calendar && now - f.syncedAt <= this.o.maxAgeMs ? f.calendar : null;
+  }
+
+  /** One round: each feed rebuilt when due, else its catalogue reloaded when due and its tail read. */
+  async poll(): Promise<void> {
+    for (const [feed, round] of [[this.carFeed, () => this.carRound()], [this.stayFeed, () => this.stayRound()]] as const) {
+      try {
+        await round();
+      } catch (err) {
+        if (Date.now() - this.lastWarn > 5_000) {
+          this.lastWarn = Date.now();
+          logger.warn({ err: String(err), index: feed.name }, 'search index not refreshed; searches fall back to SQL once it is too old');
+        }
+      }
+    }
+  }
+
+  private async carRound(): Promise<void> {
+    const f = this.carFeed;
+    const now = Date.now();
+    if (!f.calendar || now >= f.rebuildAt) {
+      const start = await this.settledHead(outboxHead);
+      const cal = new CarCalendar();
+      cal.setCars(await loadCars(this.db));
+      for (const [carId, intervals] of await loadCarIntervals(this.db)) cal.load(carId, intervals);
+      const cursor = new TailCursor(start);
+      const syncedAt = await this.tailCars(cal, cursor);
+      Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs, catalogueAt: now + this.o.catalogueEveryMs });
+      return;
+    }
+    if (now >= f.catalogueAt) {
+      f.calendar.setCars(await loadCars(this.db));
+      f.catalogueAt = now + this.o.catalogueEveryMs;
+    } else {
+      // New cars at once (one index probe); one whose id is taken by a transaction still open at that moment
+      // waits for the catalogue reload — within TTL/2.
+      const added = await loadCars(this.db, f.calendar.maxCarId);
+      if (added.length) f.calendar.addCars(added);
+    }
+    f.syncedAt = await this.tailCars(f.calendar, f.cursor);
+  }
+
+  private async stayRound(): Promise<void> {
+    const f = this.stayFeed;
+    const now = Date.now();
+    if (!f.calendar || now >= f.rebuildAt) {
+      const start = await this.settledHead(ledgerHead);
+      const cal = new StayCalendar();
+      cal.setRoomTypes(await loadRoomTypes(this.db));
+      // Two days back covers "today" in every time zone; earlier nights are history and stay in SQL.
+      const fromDay = Math.floor(now / DAY_MS) - 2;
+      for (const [roomTypeId, nights] of await loadNights(this.db, fromDay)) for (const [day, free] of nights) cal.setNight(roomTypeId, day!, free!);
+      const cursor = new TailCursor(start);
+      const syncedAt = await this.catchUp(cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
+      Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs, catalogueAt: now + this.o.catalogueEveryMs });
+      this.stayFromDay = fromDay;
+      return;
+    }
+    if (now >= f.catalogueAt) {
+      f.calendar.setRoomTypes(await loadRoomTypes(this.db));
+      f.catalogueAt = now + this.o.catalogueEveryMs;
+    } else {
+      const added = await loadRoomTypes(this.db, f.calendar.maxRoomTypeId);
+      if (added.length) f.calendar.addRoomTypes(added);
+    }
+    const cal = f.calendar;
+    f.syncedAt = await this.catchUp(f.cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
+  }
+
+  /**
+   * The table's highest id, once every transaction in progress when it was read has ended: every row at or
+   * below it is then final, and a load that starts now reflects them all (see TailCursor for the rule).
+   * Waits at most SETTLE_MAX_MS for transactions of this database (others cannot write its tables).
+   */
+  private async settledHead(head: (db: PreparedDb) => Promise<{ snapshot: Snapshot; maxId: number }>): Promise<number> {
+    const first = await head(this.db);
+    let waitFor = first.snapshot.xip;
+    const t0 = Date.now();
+    while (waitFor.length > 0 && Date.now() - t0 < SETTLE_MAX_MS) {
+      const now = (await head(this.db)).snapshot;
+      waitFor = waitFor.filter((x) => !ended(now, x));
+      if (waitFor.length && Date.now() - t0 > OTHER_DB_CHECK_MS) {
+        const other = await xidsOfOtherDatabases(this.db, waitFor);
+        waitFor = waitFor.filter((x) => !other.has(x));
+      }
+      if (waitFor.length) await new Promise((r) => setTimeout(r, 50));
+    }
+    if (waitFor.length) logger.warn({ xids: waitFor.map(String) }, 'search index rebuilt while transactions were still open; the next rebuild covers them');
+    return first.maxId;
+  }
+
+  /** Tail reads until one comes back short of the limit; returns when the last one started. */
+  private async catchUp<E>(cursor: TailCursor, read: (after: number, limit: number) => Promise<TailRead<E>>, apply: (r: TailRead<E>) => void): Promise<number> {
+    const limit = this.o.tailLimit ?? 20_000;
+    for (;;) {
+      const startedAt = Date.now();
+      const r = await read(cursor.cursor, limit);
+      apply(r);
+      cursor.read(r.maxId, r.snapshot);
+      const long = cursor.waitingLongerThan(OTHER_DB_CHECK_MS);
+      if (long.length) cursor.ignore(await xidsOfOtherDatabases(this.db, long));
+      if (r.count < limit) return startedAt;
+    }
+  }
+
+  /** Applies calendar changes in id order; holds on cars newer than the catalogue wait in `unknown`. */
+  private applyCars(cal: CarCalendar, changes: readonly CalendarChange[], unknown: Map<number, HeldChange>): void {
+    for (const c of changes) {
+      if (c.kind === 'freed') {
+        cal.remove(c.bookingId);
+        unknown.delete(c.bookingId);
+        continue;
+      }
+      const turnaround = cal.turnaroundMs(c.carId);
+      if (turnaround === null) unknown.set(c.bookingId, c);
+      else cal.add(c.bookingId, c.carId, c.from, c.to + turnaround);
+    }
+  }
+
+  /** Tails the outbox into `cal`; a hold on a car the catalogue does not know yet reloads the catalogue first. */
+  private async tailCars(cal: CarCalendar, cursor: TailCursor): Promise<number> {
+    const unknown = new Map<number, HeldChange>();
+    const syncedAt = await this.catchUp(cursor, (after, limit) => tailCalendarChanges(this.db, after, limit), (r) => this.applyCars(cal, r.entries, unknown));
+    if (unknown.size) {
+      cal.setCars(await loadCars(this.db));
+      for (const c of unknown.values()) {
+        const turnaround = cal.turnaroundMs(c.carId);
+        if (turnaround !== null) cal.add(c.bookingId, c.carId, c.from, c.to + turnaround);
+      }
+    }
+    return syncedAt;
+  }
+
+  private applyNights(cal: StayCalendar, rows: readonly number[][]): void {
+    for (const [, roomTypeId, day, free] of rows) cal.setNight(roomTypeId!, day!, free!);
+  }
+}

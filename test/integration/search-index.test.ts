@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../helpers/harness.js';
+import { inHours, waitFor } from '../helpers/http.js';
+import { addDays, stayApi } from '../helpers/stays.js';
+import { searchAvailableCars } from '../../shared/db/cars.js';
+import { searchAvailability } from '../../shared/db/hotels.js';
+import { nightsBetween } from '../../shared/domain/nights.js';
+
+// Searches answered from the API's in-memory indexes (SEARCH_CACHE_TTL_S ≥ 2): they follow holds, cancellations and
+// inventory changes within a poll or two, answer exactly what the SQL answers, and miss no event even when a
+// transaction commits its event after later ones (the tail's gap rule).
+
+let h: Harness;
+let seq = 0;
+const city = `IDX-${randomUUID().slice(0, 6)}`;
+const host = () => h.token(900, 'host');
+
+beforeAll(async () => {
+  h = await startHarness({ env: { SEARCH_CACHE_TTL_S: '10', HOLD_RATE_LIMIT: '1000' } });
+});
+afterAll(async () => h?.close());
+
+async function newCar(dailyPrice: number, where = city): Promise<number> {
+  const r = await h.req('POST', '/cars', {
+    token: host(), body: { plate: `IX-${Date.now()}-${seq++}`, model: 'M', city: where, dailyPrice, depositAmount: 1000, turnaroundMinutes: 60 },
+  });
+  expect(r.status, r.text).toBe(201);
+  return r.json.id;
+}
+
+const search = async (from: string, to: string, where = city, limit = 50): Promise<number[]> => {
+  const r = await h.req('GET', `/cars?city=${encodeURIComponent(where)}&from=${from}&to=${to}&limit=${limit}`);
+  expect(r.status, r.text).toBe(200);
+  return r.json.cars.map((c: { id: number }) => c.id);
+};
+
+const hold = (carId: number, from: string, to: string) =>
+  h.req('POST', '/bookings', { token: h.token(50_000 + seq++, 'customer'), body: { carId, from, to } });
+
+describe('car search from the in-memory index', () => {
+  it('drops a car once held and lists it again once the hold is cancelled', async () => {
+    const cars = [await newCar(300), await newCar(100), await newCar(200)];
+    const [from, to] = [inHours(30), inHours(34)];
+    await waitFor(async () => (await search(from, to)).length === 3 && h.searchIndex!.cars() !== null);
+    expect(await search(from, to)).toEqual([cars[1], cars[2], cars[0]]);
+    const b = await hold(cars[1]!, inHours(33), inHours(36));
+    expect(b.status, b.text).toBe(201);
+    await waitFor(async () => !(await search(from, to)).includes(cars[1]!), 3_000);
+    // [from, to + 60 min) reaches the hold only when to + turnaround passes its start.
+    expect(await search(inHours(20), inHours(32))).toContain(cars[1]);
+    expect(await search(inHours(20), inHours(32) .replace(/:00\.000Z$/, ':01.000Z'))).not.toContain(cars[1]);
+    const c = await h.req('POST', `/bookings/${b.json.bookingId}/cancel`, { token: host(), body: {} });
+    expect(c.status, c.text).toBe(200);
+    await waitFor(async () => (await search(from, to)).includes(cars[1]!), 3_000);
+  });
+
+  it('answers exactly what the SQL search answers', async () => {
+    const where = `${city}-cmp`;
+    const cars = await Promise.all([5, 1, 3, 3, 2, 4, 1].map((p) => newCar(p * 100, where)));
+    for (let i = 0; i < 30; i++) {
+      const start = 24 + ((i * 7) % 100);
+      await hold(cars[i % cars.length]!, inHours(start), inHours(start + 1 + (i % 9)));
+    }
+    await new Promise((r) => setTimeout(r, 800)); // a few polls
+    for (let i = 0; i < 25; i++) {
+      const start = 20 + ((i * 5) % 110);
+      const [from, to] = [inHours(start), inHours(start + 1 + ((i * 3) % 30))];
+      const limit = 1 + (i % 8);
+      const sql = (await searchAvailableCars(h.deps.db, { city: where, from: new Date(from), to: new Date(to), limit })).map((c) => c.id);
+      expect(await search(from, to, where, limit), `${from}–${to} limit ${limit}`).toEqual(sql);
+    }
+  });
+
+  it('misses no event committed after later ones (a smaller outbox id made visible last)', async () => {
+    const where = `${city}-gap`;
+    const [early, late] = [await newCar(100, where), await newCar(200, where)];
+    const [from, to] = [inHours(40), inHours(42)];
+    await waitFor(async () => (await search(from, to, where)).length === 2);
+    // A transaction takes an outbox id, then stays open while a later hold commits with a larger id.
+    const slow = new pg.Client({ connectionString: h.config.DATABASE_URL });
+    await slow.connect();
+    try {
+      await slow.query('BEGIN');
+      const id = randomUUID();
+      await slow.query(`INSERT INTO outbox (event_id, topic, message_key, payload) VALUES ($1, 'booking.held', '999999', $2)`, [id, {
+        eventId: id, type: 'booking.held', occurredAt: new Date().toISOString(), bookingId: 999_999, customerId: 1, kind: 'car', carId: early,
+        from, to, holdExpiresAt: inHours(1), depositAmount: 1000, currency: 'VND',
+      }]);
+      expect((await hold(late, from, to)).status).toBe(201);
+      await waitFor(async () => !(await search(from, to, where)).includes(late), 3_000);
+      expect(await search(from, to, where)).toEqual([early]);
+      await slow.query('COMMIT');
+      await waitFor(async () => (await search(from, to, where)).length === 0, 3_000);
+    } finally {
+      await slow.end();
+    }
+  });
+});
+
+describe('stay availability from the in-memory index', () => {
+  it('follows holds and inventory changes, and answers what the SQL answers', async () => {
+    const api = stayApi(h);
+    const where = `${city}-stay`;
+    const hotel = await api.hotel({ city: where });
+    const [a, b] = [await api.roomType(hotel.id), await api.roomType(hotel.id)];
+    const checkIn = addDays(new Date().toISOString().slice(0, 10), 10);
+    const checkOut = addDays(checkIn, 3);
+    await api.setInventory(a.id, checkIn, addDays(checkIn, 10), 5);
+    await api.setInventory(b.id, checkIn, addDays(checkIn, 10), 4);
+    const avail = async (rooms = 1, ci = checkIn, co = checkOut) => {
+      const r = await h.req('GET', `/hotels/availability?city=${encodeURIComponent(where)}&checkIn=${ci}&checkOut=${co}&rooms=${rooms}`);
+      expect(r.status, r.text).toBe(200);
+      return r.json.roomTypes.map((x: { roomTypeId: number; available: number }) => [x.roomTypeId, x.available]);
+    };
+    await waitFor(async () => (await avail()).length === 2 && h.searchIndex!.stays(Math.floor(Date.now() / 86_400_000)) !== null, 5_000);
+    expect(await avail()).toEqual([[a.id, 5], [b.id, 4]]);
+    expect((await api.hold(api.nextCustomer(), a.id, addDays(checkIn, 1), addDays(checkIn, 2), 3)).status).toBe(201);
+    await waitFor(async () => JSON.stringify(await avail()) === JSON.stringify([[b.id, 4], [a.id, 2]]), 3_000);
+    await api.setInventory(b.id, addDays(checkIn, 2), addDays(checkIn, 3), 1);
+    await waitFor(async () => JSON.stringify(await avail(2)) === JSON.stringify([[a.id, 2]]), 3_000);
+    for (const [ci, co, rooms] of [[checkIn, checkOut, 1], [addDays(checkIn, 2), addDays(checkIn, 9), 1], [addDays(checkIn, 5), addDays(checkIn, 12), 1], [checkIn, checkOut, 3]] as const) {
+      const sql = await searchAvailability(h.deps.db, { city: where, checkIn: ci, checkOut: co, rooms, nights: nightsBetween(ci, co) });
+      expect(await avail(rooms, ci, co), `${ci}–${co} × ${rooms}`).toEqual(sql.map((x) => [x.roomTypeId, x.available]));
+    }
+  });
+});

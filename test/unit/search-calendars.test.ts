@@ -1,0 +1,112 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CarCalendar, type IndexedCar } from '../../shared/domain/car-calendar.js';
+import { StayCalendar, dayOf } from '../../shared/domain/stay-calendar.js';
+import { TailCursor } from '../../shared/search/tail-cursor.js';
+
+const H = 3_600_000;
+const car = (id: number, city: string, dailyPrice: number, turnaroundMinutes = 60): IndexedCar => ({
+  id, plate: `P${id}`, model: 'M', city, dailyPrice, depositAmount: 10, currency: 'VND', turnaroundMinutes,
+});
+
+describe('CarCalendar', () => {
+  it('answers like the SQL rule: [from, to + turnaround) overlaps no blocked interval; cheapest first, then id', () => {
+    fc.assert(fc.property(
+      fc.array(fc.record({ price: fc.integer({ min: 1, max: 5 }), turn: fc.integer({ min: 0, max: 180 }), city: fc.constantFrom('A', 'B') }), { minLength: 1, maxLength: 12 }),
+      fc.array(fc.record({ car: fc.nat(), start: fc.integer({ min: 0, max: 200 }), len: fc.integer({ min: 1, max: 30 }), keep: fc.boolean() }), { maxLength: 40 }),
+      fc.array(fc.record({ city: fc.constantFrom('A', 'B'), start: fc.integer({ min: 0, max: 220 }), len: fc.integer({ min: 1, max: 40 }), limit: fc.integer({ min: 1, max: 6 }) }), { minLength: 1, maxLength: 10 }),
+      (cars, holds, queries) => {
+        const cal = new CarCalendar();
+        const catalogue = cars.map((c, i) => car(i + 1, c.city, c.price, c.turn));
+        cal.setCars(catalogue);
+        // What the database would hold: non-overlapping blocked ranges per car (the exclusion constraint).
+        const active: { id: number; carId: number; lo: number; hi: number }[] = [];
+        holds.forEach((h, i) => {
+          const c = catalogue[h.car % catalogue.length]!;
+          const lo = h.start * H;
+          const hi = (h.start + h.len) * H + c.turnaroundMinutes * 60_000;
+          if (active.some((a) => a.carId === c.id && a.lo < hi && lo < a.hi)) return;
+          active.push({ id: i + 1, carId: c.id, lo, hi });
+          cal.add(i + 1, c.id, lo, hi);
+        });
+        for (const [i, h] of holds.entries()) {
+          if (!h.keep && active.some((a) => a.id === i + 1)) {
+            cal.remove(i + 1);
+            active.splice(active.findIndex((a) => a.id === i + 1), 1);
+          }
+        }
+        for (const q of queries) {
+          const from = q.start * H;
+          const to = (q.start + q.len) * H;
+          const expected = catalogue
+            .filter((c) => c.city === q.city)
+            .filter((c) => !active.some((a) => a.carId === c.id && a.lo < to + c.turnaroundMinutes * 60_000 && from < a.hi))
+            .sort((a, b) => a.dailyPrice - b.dailyPrice || a.id - b.id)
+            .slice(0, q.limit)
+            .map((c) => c.id);
+          expect(cal.search(q.city, from, to, q.limit).map((c) => c.id)).toEqual(expected);
+        }
+      },
+    ));
+  });
+
+  it('adding or removing a booking twice changes nothing; answers carry no turnaround', () => {
+    const cal = new CarCalendar();
+    cal.setCars([car(1, 'A', 5)]);
+    cal.add(7, 1, 10 * H, 12 * H);
+    cal.add(7, 1, 10 * H, 12 * H);
+    expect(cal.size).toEqual({ cars: 1, intervals: 1 });
+    expect(cal.search('A', 9 * H, 10 * H, 5)).toEqual([]); // to + 60 min reaches into [10, 12)
+    cal.remove(7);
+    cal.remove(7);
+    expect(cal.search('A', 9 * H, 10 * H, 5)).toEqual([{ id: 1, plate: 'P1', model: 'M', city: 'A', dailyPrice: 5, depositAmount: 10, currency: 'VND' }]);
+  });
+});
+
+describe('StayCalendar', () => {
+  it('available = min free over the nights, a missing night excludes the room type; most available first', () => {
+    const cal = new StayCalendar();
+    const rt = (roomTypeId: number, city = 'A') => ({ roomTypeId, hotelId: 1, hotelName: 'H', name: `R${roomTypeId}`, depositAmount: 1, currency: 'VND', city });
+    cal.setRoomTypes([rt(1), rt(2), rt(3), rt(4, 'B')]);
+    const d = dayOf('2030-01-10');
+    for (let i = 0; i < 5; i++) {
+      cal.setNight(1, d + i, 3);
+      cal.setNight(2, d + i, i === 2 ? 1 : 5);
+      if (i !== 3) cal.setNight(3, d + i, 9);
+      cal.setNight(4, d + i, 9);
+    }
+    expect(cal.search('A', d, d + 5, 1, 200).map((r) => [r.roomTypeId, r.available])).toEqual([[1, 3], [2, 1]]);
+    expect(cal.search('A', d, d + 3, 2, 200).map((r) => r.roomTypeId)).toEqual([3, 1]);
+    expect(cal.search('A', d + 3, d + 5, 1, 1).map((r) => r.roomTypeId)).toEqual([2]);
+    cal.setNight(1, d - 40, 2); // grows backwards; the gap stays missing
+    expect(cal.search('A', d - 40, d - 39, 1, 200).map((r) => r.roomTypeId)).toEqual([1]);
+    expect(cal.search('A', d - 40, d, 1, 200)).toEqual([]);
+  });
+});
+
+describe('TailCursor', () => {
+  const snap = (xmin: number, xmax: number, xip: number[] = []) => ({ xmin: BigInt(xmin), xmax: BigInt(xmax), xip: xip.map(BigInt) });
+
+  it('moves past a read only once every transaction in progress at that read has ended', () => {
+    const c = new TailCursor(10);
+    c.read(15, snap(100, 105, [100, 103]));
+    expect(c.cursor).toBe(10);
+    c.read(16, snap(103, 110, [103, 107]));
+    expect(c.cursor).toBe(10); // 103 still in progress: a row of it with an id ≤ 15 may still appear
+    c.read(18, snap(107, 112, [107]));
+    expect(c.cursor).toBe(15);
+    c.read(18, snap(112, 112));
+    expect(c.cursor).toBe(18);
+  });
+
+  it('ignores transactions of other databases once told', () => {
+    const c = new TailCursor(0);
+    c.read(5, snap(50, 60, [50]), 0);
+    c.read(5, snap(50, 61, [50]), 2_000);
+    expect(c.cursor).toBe(0);
+    expect(c.waitingLongerThan(1_000, 2_000)).toEqual([50n]);
+    c.ignore(new Set([50n]));
+    c.read(6, snap(50, 62, [50]), 2_100);
+    expect(c.cursor).toBe(5);
+  });
+});
