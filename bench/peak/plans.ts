@@ -7,8 +7,26 @@ import pg from 'pg';
 import { captureSql } from '../lib.js';
 import { searchAvailableCars } from '../../shared/db/cars.js';
 import { searchAvailability } from '../../shared/db/hotels.js';
-import { insertCarHold } from '../../shared/db/bookings.js';
+import { insertCarHold, insertCarHoldWithEvent } from '../../shared/db/bookings.js';
+import { claimPending } from '../../shared/db/outbox.js';
+import type { PreparedDb } from '../../shared/db/prepared.js';
+import { loadCarIntervals, tailCalendarChanges, tailNightChanges } from '../../shared/db/search-feed.js';
+import { draftCarHeld } from '../../shared/events/outbox.js';
 import { nightsBetween } from '../../shared/domain/nights.js';
+
+/** The SQL and values a PreparedDb function sends, captured without a database. */
+async function capturePrepared(fn: (db: PreparedDb) => Promise<unknown>, row: Record<string, unknown> = {}): Promise<{ text: string; values: unknown[] }> {
+  let q: { text: string; values: unknown[] } | undefined;
+  const fake: PreparedDb = {
+    query: async <R>(_name: string, text: string, values: readonly unknown[]) => {
+      q = { text, values: [...values] };
+      return [{ snapshot: '1:1:', count: 0, maxId: null, list: null, ...row }] as R[];
+    },
+    end: async () => {},
+  };
+  await fn(fake);
+  return q!;
+}
 
 export interface Plan {
   name: string;
@@ -26,9 +44,10 @@ export interface PlanInputs {
   checkOut: string;
 }
 
-async function explain(c: pg.Client, name: string, q: { text: string; values: unknown[] }, rollback = false): Promise<Plan> {
+async function explain(c: pg.Client, name: string, q: { text: string; values: unknown[] }, rollback = false, setup?: string): Promise<Plan> {
   const once = async () => {
     if (rollback) await c.query('BEGIN');
+    if (setup) await c.query(setup);
     try {
       const t = performance.now();
       const { rows } = await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${q.text}`, q.values);
@@ -49,6 +68,7 @@ export async function explainAll(url: string, p: PlanInputs): Promise<Plan[]> {
     const stats = await c.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_statistic s JOIN pg_class k ON k.oid = s.starelid WHERE k.relname IN ('car', 'booking', 'room_night')`);
     const note = stats.rows[0]!.n === 0 ? 'no planner statistics' : `${stats.rows[0]!.n} pg_statistic rows`;
     const hour = Math.ceil(Date.now() / 3_600_000) * 3_600_000;
+    const ledgerMax = Number((await c.query<{ n: string | null }>('SELECT max(id) AS n FROM inventory_ledger')).rows[0]!.n ?? 0);
     const plans = [
       await explain(c, `car search (${p.city}, ${p.carFrom.toISOString()} → ${p.carTo.toISOString()}, limit 50; ${note})`,
         await captureSql((db) => searchAvailableCars(db, { city: p.city, from: p.carFrom, to: p.carTo, limit: 50 }))),
@@ -58,6 +78,18 @@ export async function explainAll(url: string, p: PlanInputs): Promise<Plan[]> {
       await explain(c, `car hold INSERT (car ${p.carId}; rolled back)`,
         await captureSql((db) => insertCarHold(db, { customerId: 1, carId: p.carId, from: new Date(hour + 400 * 86_400_000), to: new Date(hour + 403 * 86_400_000), holdExpiresAt: new Date(Date.now() + 900_000) }),
           { id: 1, depositAmount: 1, currency: 'VND' }), true),
+      await explain(c, `car hold + booking.held, one statement (car ${p.carId}; rolled back)`,
+        await capturePrepared((db) => {
+          const h = { customerId: 1, carId: p.carId, from: new Date(hour + 410 * 86_400_000), to: new Date(hour + 411 * 86_400_000), holdExpiresAt: new Date(Date.now() + 900_000) };
+          return insertCarHoldWithEvent(db, h, draftCarHeld(new Date(), { customerId: 1, kind: 'car', carId: p.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString() }));
+        }, { id: 1, depositAmount: 1, currency: 'VND' }), true),
+      // The pump runs its claim with bitmap scans off (see lockLanes).
+      await explain(c, 'outbox pump claim (both lanes, 1,000 each; bitmap scans off as the pump sets it)',
+        await captureSql((db) => claimPending(db, { publish: true, dispatch: true }, 1000), { id: 1 }), true, `SELECT set_config('enable_bitmapscan', 'off', true)`),
+      await explain(c, 'search index: outbox tail (cars)', await capturePrepared((db) => tailCalendarChanges(db, 0, 20_000))),
+      await explain(c, 'search index: ledger tail (stays), from the last 10,000 entries',
+        await capturePrepared((db) => tailNightChanges(db, Math.max(0, ledgerMax - 10_000), 20_000))),
+      await explain(c, 'search index: rebuild, active car intervals', await capturePrepared((db) => loadCarIntervals(db), { carId: 1, list: '1,1,2' })),
     ];
     return plans;
   } finally {

@@ -47,10 +47,14 @@ const LANE_LOCK = { publish: 1, dispatch: 2 } as const;
 /**
  * Takes the lanes asked for, for this transaction; a lane another pump holds right now is not taken. One
  * publisher at a time, claiming in id order, keeps the events of one key (booking) in order on Kafka.
+ * Also turns bitmap scans off for the transaction: without statistics the planner reads the claim's partial
+ * indexes with bitmap scans, which visit every entry left by marked rows until the next VACUUM; an index scan
+ * in id order stops at the LIMIT and marks the dead entries it passes, so the next claim skips them.
  */
 export async function lockLanes(tx: CommonQueryMethods, want: Lanes): Promise<Lanes> {
   const row = await tx.one(sql.type(z.object({ publish: z.boolean(), dispatch: z.boolean() }))`
-    SELECT ${want.publish ? sql.fragment`pg_try_advisory_xact_lock(${PUMP_LOCK_NAMESPACE}, ${LANE_LOCK.publish})` : sql.fragment`false`} AS publish,
+    SELECT set_config('enable_bitmapscan', 'off', true) AS planner,
+           ${want.publish ? sql.fragment`pg_try_advisory_xact_lock(${PUMP_LOCK_NAMESPACE}, ${LANE_LOCK.publish})` : sql.fragment`false`} AS publish,
            ${want.dispatch ? sql.fragment`pg_try_advisory_xact_lock(${PUMP_LOCK_NAMESPACE}, ${LANE_LOCK.dispatch})` : sql.fragment`false`} AS dispatch`);
   return row;
 }
