@@ -1,3 +1,4 @@
+import cluster from 'node:cluster';
 import { parseConfig } from '../shared/config.js';
 import { createDeps, requestRedis } from '../shared/runtime.js';
 import { runProcess } from '../shared/process.js';
@@ -6,38 +7,46 @@ import { startSearchIndexes } from '../shared/search/start.js';
 import { createApp } from './app.js';
 import { createMetrics } from './metrics.js';
 import { registerOpsGauges } from './ops-gauges.js';
+import { runApiWorkers } from './cluster.js';
 
-await runProcess('api', async () => {
-  const config = parseConfig();
-  // The hold's one statement runs on the prepared pool; the slonik pool serves the rest of the API.
-  const deps = await createDeps(config, { poolSize: 6, preparedPoolSize: 8 });
-  const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
-  redis.on('error', () => {});
-  const metrics = createMetrics();
-  const closeGauges = registerOpsGauges(metrics, deps.db, config);
-  const searchIndex = startSearchIndexes(deps.prepared, config.SEARCH_CACHE_TTL_S);
-  // Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
-  let inFlight = 0;
-  const app = createApp({ ...deps, redis, metrics, searchIndex }, [
-    async (_ctx, next) => {
-      inFlight++;
-      try {
-        await next();
-      } finally {
-        inFlight--;
-      }
-    },
-  ]);
-  const server = app.listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
-  server.keepAliveTimeout = 65_000;
+const apiWorkers = parseConfig().API_WORKERS;
+if (cluster.isPrimary && apiWorkers > 1) await runApiWorkers(apiWorkers);
+else await runApi();
 
-  return async () => {
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-    await closeGauges();
-    await searchIndex?.stop();
-    redis.disconnect();
-    await deps.db.end();
-    await deps.prepared.end();
-  };
-});
+/** One API process: the Koa app on PORT, its pools, Redis, gauges and search indexes. */
+async function runApi(): Promise<void> {
+  await runProcess('api', async () => {
+    const config = parseConfig();
+    // The hold's one statement runs on the prepared pool; the slonik pool serves the rest of the API.
+    const deps = await createDeps(config, { poolSize: 6, preparedPoolSize: 8 });
+    const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+    redis.on('error', () => {});
+    const metrics = createMetrics();
+    const closeGauges = registerOpsGauges(metrics, deps.db, config);
+    const searchIndex = startSearchIndexes(deps.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
+    // Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
+    let inFlight = 0;
+    const app = createApp({ ...deps, redis, metrics, searchIndex }, [
+      async (_ctx, next) => {
+        inFlight++;
+        try {
+          await next();
+        } finally {
+          inFlight--;
+        }
+      },
+    ]);
+    const server = app.listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
+    server.keepAliveTimeout = 65_000;
+
+    return async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+      await closeGauges();
+      await searchIndex?.stop();
+      redis.disconnect();
+      await deps.db.end();
+      await deps.prepared.end();
+    };
+  });
+}

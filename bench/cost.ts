@@ -8,7 +8,7 @@
  *   npm run bench:cost -- --holds 2000 --hold-rate 200 --searches 4000 --search-rate 400 --stays 0
  *
  * Options (defaults): --holds (3000) --hold-rate (200) --searches (6000) --search-rate (400) --stays (6000)
- *   --stays-rate (400) --idle (6 s) --ttl (30) --port (5400) --node-options (NODE_OPTIONS for the system's processes, e.g.
+ *   --stays-rate (400) --idle (6 s) --ttl (30) --port (5400) --api-workers (2: API_WORKERS) --node-options (NODE_OPTIONS for the system's processes, e.g.
  *   "--cpu-prof --cpu-prof-dir=/tmp/prof") and the dataset's (see bench/data.ts).
  * Printed per process: idle cores, then ms of CPU per request of each kind, gross (all CPU in its window) and net
  * (minus the idle rate over the same window), plus pg_stat_database counters per request.
@@ -27,7 +27,7 @@ import { spawnSync } from 'node:child_process';
 
 const OPTIONS = {
   holds: { type: 'string' }, 'hold-rate': { type: 'string' }, searches: { type: 'string' }, 'search-rate': { type: 'string' },
-  stays: { type: 'string' }, 'stays-rate': { type: 'string' }, idle: { type: 'string' }, ttl: { type: 'string' }, port: { type: 'string' }, 'node-options': { type: 'string' },
+  stays: { type: 'string' }, 'stays-rate': { type: 'string' }, idle: { type: 'string' }, ttl: { type: 'string' }, port: { type: 'string' }, 'node-options': { type: 'string' }, 'api-workers': { type: 'string' },
 } as const;
 
 interface Window {
@@ -75,7 +75,10 @@ async function main() {
     system = await startSystem({
       databaseUrl: url, port, dashboardPort: port + 1, pspPort: port + 2, redisUrl: envStr('BENCH_REDIS_URL', 'redis://127.0.0.1:6379/13'),
       prefix: `bench:${tag}:`, kafkaPrefix: 'bench.', kafkaBrokers: envStr('KAFKA_BROKERS', '127.0.0.1:9092'), jwtSecret, searchCacheTtlS: num('ttl', 30),
-      extra: typeof rest['node-options'] === 'string' ? { NODE_OPTIONS: rest['node-options'] } : undefined,
+      extra: {
+        API_WORKERS: String(num('api-workers', 2)),
+        ...(typeof rest['node-options'] === 'string' ? { NODE_OPTIONS: rest['node-options'] } : {}),
+      },
     }, `/tmp/bench-cost-${tag}.log`);
     console.log(`system up (log ${system.logFile}); settling 3 s`);
     await sleep(3000);

@@ -14,6 +14,7 @@
  *   --connections (64: the generator's keep-alive pool) --arrivals (uniform | poisson) --hot-share (0.5: holds on
  *   the popular cars) --hold-window-days (365) --ttl (SEARCH_CACHE_TTL_S for the system, 30) --stale-sample-every (300)
  *   --floor-seconds (10: pgbench; 0 skips) --floor-clients (16) --port (5400: api; dashboard +1, psp +2) --keep-db
+ *   --api-workers (2: the system's API_WORKERS, API processes behind the port — one per core)
  *   and the dataset's: --seed --cars --bookings --hot-cars --room-types --nights --anchor (see bench/data.ts).
  * Env: BENCH_REDIS_URL (redis://127.0.0.1:6379/13), KAFKA_BROKERS (127.0.0.1:9092), CPU_BY_PROCESS (the tool's path).
  * Names: database bench_peak_<tag> (dropped after unless --keep-db), Redis keys bench:* in db 13, topics bench.*.
@@ -29,7 +30,7 @@ const OPTIONS = {
   'hold-rate': { type: 'string' }, 'search-rate': { type: 'string' }, 'search-hold-rate': { type: 'string' }, 'stays-rate': { type: 'string' },
   connections: { type: 'string' }, arrivals: { type: 'string' }, 'hot-share': { type: 'string' }, 'hold-window-days': { type: 'string' },
   ttl: { type: 'string' }, 'stale-sample-every': { type: 'string' }, 'floor-seconds': { type: 'string' }, 'floor-clients': { type: 'string' },
-  port: { type: 'string' }, 'keep-db': { type: 'boolean' },
+  port: { type: 'string' }, 'keep-db': { type: 'boolean' }, 'api-workers': { type: 'string' },
 } as const;
 
 export function peakArgs(argv: string[]) {
@@ -64,6 +65,7 @@ export function peakArgs(argv: string[]) {
     searchCacheTtlS: num('ttl', 30), connections: num('connections', 64), arrivals: arrivals as 'uniform' | 'poisson',
     hotShare: num('hot-share', 0.5), holdWindowDays: num('hold-window-days', 365), staleSampleEvery: num('stale-sample-every', 300),
     floorSeconds: num('floor-seconds', 10), floorClients: num('floor-clients', 16), keepDb: rest['keep-db'] === true,
+    apiWorkers: num('api-workers', 2),
     log: (m: string) => console.log(m),
   };
 }

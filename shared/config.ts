@@ -32,6 +32,11 @@ const schema = z.object({
   PSP_PUBLIC_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   // Not in the contract: namespaces for sharing one Redis between deployments (and test runs).
   QUEUE_PREFIX: z.string().regex(/^[\w-]+$/).default('bull'),
+  // Not in the contract: API processes behind the one port (node:cluster); 1 = the process serves itself.
+  API_WORKERS: z.coerce.number().int().min(1).max(32).default(1),
+  // Not in the contract: answer searches from in-memory indexes (when SEARCH_CACHE_TTL_S ≥ 2); off: every search
+  // reads PostgreSQL through the Redis cache.
+  SEARCH_INDEX: z.enum(['on', 'off']).default('on'),
   REDIS_KEY_PREFIX: z.string().default(''),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -43,6 +43,8 @@ export interface RunConfig {
   floorSeconds: number;
   floorClients: number;
   keepDb: boolean;
+  /** API_WORKERS of the system under test. */
+  apiWorkers: number;
   log: (m: string) => void;
 }
 
@@ -139,6 +141,7 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
     system = await startSystem({
       databaseUrl: url, port: cfg.ports.api, dashboardPort: cfg.ports.dashboard, pspPort: cfg.ports.psp, redisUrl: cfg.redisUrl,
       prefix: cfg.prefix, kafkaPrefix: cfg.kafkaPrefix, kafkaBrokers: cfg.kafkaBrokers, jwtSecret, searchCacheTtlS: cfg.searchCacheTtlS,
+      extra: { API_WORKERS: String(cfg.apiWorkers) },
     }, `/tmp/bench-peak-${tag}.log`);
     log(`npm start: pid ${system.pid}, ${system.url}, log ${system.logFile}; processes: ${[...new Set(system.processes().values())].join(', ')}`);
     await sampler.start();

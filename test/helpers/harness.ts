@@ -40,7 +40,7 @@ export interface Harness {
   psp: PspSandbox;
   queues: Record<string, Queue>;
   sql: (text: string, params?: unknown[]) => Promise<pg.QueryResult>;
-  /** The in-memory search indexes, as the API process runs them when SEARCH_CACHE_TTL_S ≥ 2 (else null). */
+  /** The in-memory search indexes, as the API process runs them (SEARCH_INDEX=on, SEARCH_CACHE_TTL_S ≥ 2), else null. */
   searchIndex: SearchIndexes | null;
   close: () => Promise<void>;
 }
@@ -54,7 +54,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const { url: pspUrl, server: pspServer } = await psp.listen(0);
   const config = parseConfig({
     DATABASE_URL: databaseUrl, REDIS_URL: 'redis://127.0.0.1:6379/5', PSP_URL: pspUrl, PSP_API_KEY: 'test-key',
-    QUEUE_PREFIX: `t${id}`, REDIS_KEY_PREFIX: `t${id}:`, SEARCH_CACHE_TTL_S: '0', LOG_LEVEL: 'silent',
+    // The in-memory search indexes only where a test asks for them (SEARCH_INDEX: 'on' and a TTL ≥ 2 s).
+    QUEUE_PREFIX: `t${id}`, REDIS_KEY_PREFIX: `t${id}:`, SEARCH_CACHE_TTL_S: '0', SEARCH_INDEX: 'off', LOG_LEVEL: 'silent',
     ...secrets, ...opts.env,
   });
   const base = await createDeps(config, { clock: opts.clock });
@@ -65,7 +66,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const deps: WorkerDeps = { ...base, queues };
   const metrics = createMetrics();
   const closeGauges = registerOpsGauges(metrics, base.db, config);
-  const searchIndex = startSearchIndexes(base.prepared, config.SEARCH_CACHE_TTL_S);
+  const searchIndex = startSearchIndexes(base.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
   const app = createApp({ ...base, redis, metrics, searchIndex });
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));

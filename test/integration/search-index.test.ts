@@ -18,7 +18,7 @@ const city = `IDX-${randomUUID().slice(0, 6)}`;
 const host = () => h.token(900, 'host');
 
 beforeAll(async () => {
-  h = await startHarness({ env: { SEARCH_CACHE_TTL_S: '10', HOLD_RATE_LIMIT: '1000' } });
+  h = await startHarness({ env: { SEARCH_CACHE_TTL_S: '10', SEARCH_INDEX: 'on', HOLD_RATE_LIMIT: '1000' } });
 });
 afterAll(async () => h?.close());
 
