@@ -22,12 +22,16 @@ export const parseSnapshot = (text: string): Snapshot => {
 /** Splits "a,b,c;d,e,f" into number tuples. */
 const tuples = (text: string | null): number[][] => (text ? text.split(';').map((t) => t.split(',').map(Number)) : []);
 
-/** Cars with an id above `afterId` (0: all of them). */
-export async function loadCars(db: PreparedDb, afterId = 0): Promise<IndexedCar[]> {
-  return db.query<IndexedCar>('search-cars', `
-    SELECT id, plate, model, city, daily_price AS "dailyPrice", deposit_amount AS "depositAmount", currency,
-           turnaround_minutes AS "turnaroundMinutes"
-    FROM car WHERE id > $1 ORDER BY id`, [afterId]);
+const carColumns = `id, plate, model, city, daily_price AS "dailyPrice", deposit_amount AS "depositAmount", currency,
+  turnaround_minutes AS "turnaroundMinutes"`;
+
+export async function loadCars(db: PreparedDb): Promise<IndexedCar[]> {
+  return db.query<IndexedCar>('search-cars', `SELECT ${carColumns} FROM car`, []);
+}
+
+/** Cars with an id above `afterId`, a few at a time (the LIMIT keeps it a primary-key range scan: polled 5×/s). */
+export async function newCars(db: PreparedDb, afterId: number): Promise<IndexedCar[]> {
+  return db.query<IndexedCar>('search-new-cars', `SELECT ${carColumns} FROM car WHERE id > $1 ORDER BY id LIMIT 50`, [afterId]);
 }
 
 /** Per car, its active bookings' blocked intervals ending after now, sorted: [bookingId, lo, hi] in epoch ms. */
@@ -85,12 +89,18 @@ export async function outboxHead(db: PreparedDb): Promise<{ snapshot: Snapshot; 
   return { snapshot: parseSnapshot(r!.snapshot), maxId: r!.maxId ?? 0 };
 }
 
-/** Room types with an id above `afterId` (0: all of them), with their hotel. */
-export async function loadRoomTypes(db: PreparedDb, afterId = 0): Promise<IndexedRoomType[]> {
-  return db.query<IndexedRoomType>('search-room-types', `
-    SELECT rt.id AS "roomTypeId", h.id AS "hotelId", h.name AS "hotelName", rt.name, rt.deposit_amount AS "depositAmount",
-           rt.currency, h.city
-    FROM room_type rt JOIN hotel h ON h.id = rt.hotel_id WHERE rt.id > $1 ORDER BY rt.id`, [afterId]);
+const roomTypeColumns = `rt.id AS "roomTypeId", h.id AS "hotelId", h.name AS "hotelName", rt.name,
+  rt.deposit_amount AS "depositAmount", rt.currency, h.city`;
+
+export async function loadRoomTypes(db: PreparedDb): Promise<IndexedRoomType[]> {
+  return db.query<IndexedRoomType>('search-room-types', `SELECT ${roomTypeColumns} FROM room_type rt JOIN hotel h ON h.id = rt.hotel_id`, []);
+}
+
+/** Room types with an id above `afterId` (with their hotel), a few at a time, by primary key. */
+export async function newRoomTypes(db: PreparedDb, afterId: number): Promise<IndexedRoomType[]> {
+  return db.query<IndexedRoomType>('search-new-room-types', `
+    SELECT ${roomTypeColumns}
+    FROM (SELECT * FROM room_type WHERE id > $1 ORDER BY id LIMIT 50) rt JOIN hotel h ON h.id = rt.hotel_id`, [afterId]);
 }
 
 /** Per room type, [day, free] of every night from `fromDay` on (day = days since 1970-01-01). */

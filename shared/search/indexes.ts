@@ -2,7 +2,7 @@ import { CarCalendar } from '../domain/car-calendar.js';
 import { StayCalendar } from '../domain/stay-calendar.js';
 import type { PreparedDb } from '../db/prepared.js';
 import {
-  ledgerHead, loadCarIntervals, loadCars, loadNights, loadRoomTypes, outboxHead, tailCalendarChanges, tailNightChanges,
+  ledgerHead, loadCarIntervals, loadCars, loadNights, loadRoomTypes, newCars, newRoomTypes, outboxHead, tailCalendarChanges, tailNightChanges,
   xidsOfOtherDatabases, type CalendarChange, type Snapshot, type TailRead,
 } from '../db/search-feed.js';
 import { logger } from '../logger.js';
@@ -115,7 +115,7 @@ export class SearchIndexes {
     } else {
       // New cars at once (one index probe); one whose id is taken by a transaction still open at that moment
       // waits for the catalogue reload — within TTL/2.
-      const added = await loadCars(this.db, f.calendar.maxCarId);
+      const added = await newCars(this.db, f.calendar.maxCarId);
       if (added.length) f.calendar.addCars(added);
     }
     f.syncedAt = await this.tailCars(f.calendar, f.cursor);
@@ -141,7 +141,7 @@ export class SearchIndexes {
       f.calendar.setRoomTypes(await loadRoomTypes(this.db));
       f.catalogueAt = now + this.o.catalogueEveryMs;
     } else {
-      const added = await loadRoomTypes(this.db, f.calendar.maxRoomTypeId);
+      const added = await newRoomTypes(this.db, f.calendar.maxRoomTypeId);
       if (added.length) f.calendar.addRoomTypes(added);
     }
     const cal = f.calendar;
