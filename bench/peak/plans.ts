@@ -89,7 +89,7 @@ export async function explainAll(url: string, p: PlanInputs): Promise<Plan[]> {
       await explain(c, 'search index: outbox tail (cars)', await capturePrepared((db) => tailCalendarChanges(db, 0, 20_000))),
       await explain(c, 'search index: ledger tail (stays), from the last 10,000 entries',
         await capturePrepared((db) => tailNightChanges(db, Math.max(0, ledgerMax - 10_000), 20_000))),
-      await explain(c, 'search index: rebuild, active car intervals', await capturePrepared((db) => loadCarIntervals(db), { carId: 1, list: '1,1,2' })),
+      await explain(c, 'search index: rebuild, active car intervals', await capturePrepared((db) => loadCarIntervals(db))),
     ];
     return plans;
   } finally {

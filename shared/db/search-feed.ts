@@ -20,7 +20,7 @@ export const parseSnapshot = (text: string): Snapshot => {
 };
 
 /** Splits "a,b,c;d,e,f" into number tuples. */
-const tuples = (text: string | null): number[][] => (text ? text.split(';').map((t) => t.split(',').map(Number)) : []);
+export const tuples = (text: string | null): number[][] => (text ? text.split(';').map((t) => t.split(',').map(Number)) : []);
 
 const carColumns = `id, plate, model, city, daily_price AS "dailyPrice", deposit_amount AS "depositAmount", currency,
   turnaround_minutes AS "turnaroundMinutes"`;
@@ -34,8 +34,11 @@ export async function newCars(db: PreparedDb, afterId: number): Promise<IndexedC
   return db.query<IndexedCar>('search-new-cars', `SELECT ${carColumns} FROM car WHERE id > $1 ORDER BY id LIMIT 50`, [afterId]);
 }
 
-/** Per car, its active bookings' blocked intervals ending after now, sorted: [bookingId, lo, hi] in epoch ms. */
-export async function loadCarIntervals(db: PreparedDb): Promise<Map<number, number[][]>> {
+/**
+ * Per car, its active bookings' blocked intervals ending after now, sorted, as text "bookingId,lo,hi;…" (epoch
+ * ms; `tuples` parses it — left to the caller, which spreads the parsing so a rebuild never stalls requests).
+ */
+export async function loadCarIntervals(db: PreparedDb): Promise<{ carId: number; list: string }[]> {
   const rows = await db.query<{ carId: number; list: string }>('search-car-intervals', `
     SELECT car_id AS "carId",
            string_agg(concat_ws(',', id, (extract(epoch FROM lower(blocked)) * 1000)::int8, (extract(epoch FROM upper(blocked)) * 1000)::int8),
@@ -43,7 +46,7 @@ export async function loadCarIntervals(db: PreparedDb): Promise<Map<number, numb
     FROM booking
     WHERE kind = 'car' AND status IN ('HOLD', 'CONFIRMED', 'ON_TRIP') AND upper(blocked) > now()
     GROUP BY car_id`, []);
-  return new Map(rows.map((r) => [r.carId, tuples(r.list)]));
+  return rows;
 }
 
 export interface TailRead<E> {
@@ -103,14 +106,14 @@ export async function newRoomTypes(db: PreparedDb, afterId: number): Promise<Ind
     FROM (SELECT * FROM room_type WHERE id > $1 ORDER BY id LIMIT 50) rt JOIN hotel h ON h.id = rt.hotel_id`, [afterId]);
 }
 
-/** Per room type, [day, free] of every night from `fromDay` on (day = days since 1970-01-01). */
-export async function loadNights(db: PreparedDb, fromDay: number): Promise<Map<number, number[][]>> {
+/** Per room type, "day,free;…" of every night from `fromDay` on (day = days since 1970-01-01; see `tuples`). */
+export async function loadNights(db: PreparedDb, fromDay: number): Promise<{ roomTypeId: number; list: string }[]> {
   const rows = await db.query<{ roomTypeId: number; list: string }>('search-nights', `
     SELECT room_type_id AS "roomTypeId",
            string_agg(concat_ws(',', night - DATE '1970-01-01', sellable - held - confirmed), ';') AS list
     FROM room_night WHERE night >= DATE '1970-01-01' + $1::int
     GROUP BY room_type_id`, [fromDay]);
-  return new Map(rows.map((r) => [r.roomTypeId, tuples(r.list)]));
+  return rows;
 }
 
 /** A night's counts as the ledger recorded them after a change: [ledger id, room type, day, free]. */

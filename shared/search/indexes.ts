@@ -3,7 +3,7 @@ import { StayCalendar } from '../domain/stay-calendar.js';
 import type { PreparedDb } from '../db/prepared.js';
 import {
   ledgerHead, loadCarIntervals, loadCars, loadNights, loadRoomTypes, newCars, newRoomTypes, outboxHead, tailCalendarChanges, tailNightChanges,
-  xidsOfOtherDatabases, type CalendarChange, type Snapshot, type TailRead,
+  tuples, xidsOfOtherDatabases, type CalendarChange, type Snapshot, type TailRead,
 } from '../db/search-feed.js';
 import { logger } from '../logger.js';
 import { TailCursor, ended } from './tail-cursor.js';
@@ -29,6 +29,17 @@ const OTHER_DB_CHECK_MS = 1_000;
 const DAY_MS = 86_400_000;
 
 type HeldChange = Extract<CalendarChange, { kind: 'held' }>;
+
+/**
+ * Runs `fn` over the items, yielding to the event loop every few hundred: a rebuild parses ~9 MB of text at
+ * 1 M bookings, which done at once would hold every request of this API process for 100+ ms.
+ */
+async function inSlices<T>(items: readonly T[], fn: (item: T) => void, slice = 500): Promise<void> {
+  for (let i = 0; i < items.length; i++) {
+    fn(items[i]!);
+    if (i % slice === slice - 1) await new Promise((r) => setImmediate(r));
+  }
+}
 
 /** One index, its feed and its timers. */
 interface Feed<C> {
@@ -103,7 +114,7 @@ export class SearchIndexes {
       const start = await this.settledHead(outboxHead);
       const cal = new CarCalendar();
       cal.setCars(await loadCars(this.db));
-      for (const [carId, intervals] of await loadCarIntervals(this.db)) cal.load(carId, intervals);
+      await inSlices(await loadCarIntervals(this.db), (r) => cal.load(r.carId, tuples(r.list)));
       const cursor = new TailCursor(start);
       const syncedAt = await this.tailCars(cal, cursor);
       Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs, catalogueAt: now + this.o.catalogueEveryMs });
@@ -130,7 +141,9 @@ export class SearchIndexes {
       cal.setRoomTypes(await loadRoomTypes(this.db));
       // Two days back covers "today" in every time zone; earlier nights are history and stay in SQL.
       const fromDay = Math.floor(now / DAY_MS) - 2;
-      for (const [roomTypeId, nights] of await loadNights(this.db, fromDay)) for (const [day, free] of nights) cal.setNight(roomTypeId, day!, free!);
+      await inSlices(await loadNights(this.db, fromDay), (r) => {
+        for (const [day, free] of tuples(r.list)) cal.setNight(r.roomTypeId, day!, free!);
+      });
       const cursor = new TailCursor(start);
       const syncedAt = await this.catchUp(cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
       Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs, catalogueAt: now + this.o.catalogueEveryMs });
