@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import type { DatabasePool } from '../shared/db/pool.js';
 import { vacuumOutbox } from '../shared/db/outbox.js';
 import { parseConfig } from '../shared/config.js';
@@ -91,7 +92,12 @@ if (isEntry(import.meta.url)) {
     const kafka = config.kafkaBrokers.length ? new KafkaPublisher(config.kafkaBrokers, config.KAFKA_TOPIC_PREFIX, () => pump?.kick()) : null;
     if (!kafka) logger.warn('KAFKA_BROKERS is unset: events wait in the outbox until a pump with brokers runs');
     kafka?.start();
-    pump = startPump(db, config.DATABASE_URL, { kafka, jobs: { queues, alive: () => probe.ping() } });
+    // Right after start the probe may still be connecting (no offline queue): wait for it, within the ping's budget.
+    const alive = async () => {
+      if (probe.status !== 'ready') await once(probe, 'ready', { signal: AbortSignal.timeout(2_000) });
+      return probe.ping();
+    };
+    pump = startPump(db, config.DATABASE_URL, { kafka, jobs: { queues, alive } });
     return async () => {
       await pump?.stop();
       await kafka?.stop();
