@@ -70,8 +70,8 @@ async function main() {
 
     workers.push(startWorker(expiryWorker, deps));
     await upsertSchedule(queues, 'expiry-sweep');
-    dispatcher = startPump(base.db, config.DATABASE_URL, { jobs: { queues } });
-    await sleep(500); // let the LISTEN connection and the workers come up
+    dispatcher = startPump(base.prepared, { jobs: { queues } });
+    await sleep(500); // let the workers come up
 
     // One hold per car, evenly over SPREAD_S seconds; a hold's due time is when it is created, not when a slot frees.
     const from = new Date(Math.floor(Date.now() / HOUR) * HOUR + 48 * HOUR);

@@ -23,7 +23,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Consumer } from 'kafkajs';
 import pg from 'pg';
-import { createDb } from '../shared/db/pool.js';
+import { createPreparedDb } from '../shared/db/prepared.js';
 import { topicName, type EventType } from '../shared/events/topics.js';
 import { KafkaPublisher, createKafka, ensureTopics } from '../workers/kafka.js';
 import { startPump } from '../workers/pump.js';
@@ -142,7 +142,7 @@ async function main() {
   }
 
   const db = await freshDb(tag);
-  const relayDb = await createDb(db.url, { maximumPoolSize: 2 });
+  const relayDb = createPreparedDb(db.url, 2);
   const kafka = createKafka(BROKERS, `bench-${tag}`);
   const ins = new pg.Client({ connectionString: db.url });
   await ins.connect();
@@ -187,7 +187,7 @@ async function main() {
     let pump: ReturnType<typeof startPump> | null = null;
     const publisher = new KafkaPublisher(BROKERS, prefix, () => pump?.kick());
     publisher.start();
-    pump = startPump(relayDb, db.url, { kafka: publisher });
+    pump = startPump(relayDb, { kafka: publisher });
     relay = { stop: async () => { await pump!.stop(); await publisher.stop(); } };
     await sleep(1000); // the producer connects in the background
 

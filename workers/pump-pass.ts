@@ -1,4 +1,4 @@
-import type { DatabasePool } from '../shared/db/pool.js';
+import type { PreparedDb } from '../shared/db/prepared.js';
 import { claimPending, lockLanes, markDone, type Lanes, type PendingRow } from '../shared/db/outbox.js';
 import { topicName } from '../shared/events/topics.js';
 import { parseEvent, type PublishedEvent } from '../shared/events/payloads.js';
@@ -30,6 +30,8 @@ export interface PassResult {
   dispatched: number;
   /** True when a lane had a full batch: more is waiting. */
   full: boolean;
+  /** True when another pump held a lane this pass wanted (it is working: poll at the busy rate). */
+  lanesBusy: boolean;
   /** Lanes that failed (their rows stay for a later pass); the others' work is committed. */
   failures: { lane: Lane; error: Error }[];
 }
@@ -77,7 +79,7 @@ async function dispatch(queues: Queues, rows: readonly PendingRow[]): Promise<vo
  * second dispatch a no-op). Throws when no lane could do its work; a lane failing while the other worked is
  * reported in `failures` (its rows wait for a later pass).
  */
-export async function pumpOnce(db: DatabasePool, t: PumpTargets, batch = BATCH): Promise<PassResult> {
+export async function pumpOnce(db: PreparedDb, t: PumpTargets, batch = BATCH): Promise<PassResult> {
   const failures: PassResult['failures'] = [];
   const want: Lanes = { publish: !!t.kafka, dispatch: !!t.jobs };
   const attempted = (want.publish ? 1 : 0) + (want.dispatch ? 1 : 0);
@@ -90,10 +92,11 @@ export async function pumpOnce(db: DatabasePool, t: PumpTargets, batch = BATCH):
       want.dispatch = false;
     }
   }
-  const result: PassResult = { published: 0, dispatched: 0, full: false, failures };
+  const result: PassResult = { published: 0, dispatched: 0, full: false, lanesBusy: false, failures };
   if (want.publish || want.dispatch) {
     await db.transaction(async (tx) => {
       const lanes = await lockLanes(tx, want);
+      result.lanesBusy = lanes.publish !== want.publish || lanes.dispatch !== want.dispatch;
       if (!lanes.publish && !lanes.dispatch) return;
       const rows = await claimPending(tx, lanes, batch);
       const toPublish = lanes.publish ? rows.filter((r) => r.toPublish) : [];

@@ -1,115 +1,66 @@
-import pg from 'pg';
 import { logger } from '../shared/logger.js';
 
-export interface DrainOptions {
-  /** Safety-net poll: a NOTIFY is lost while the listener reconnects. */
-  pollMs?: number;
-  /**
-   * After a notification, wait up to this long before draining, so that one pass carries the events of many
-   * commits (a pass costs about the same for 1 row as for 50) ...
-   */
-  coalesceMs?: number;
-  /** ... or until this many notifications (commits) have arrived. */
-  coalesceCount?: number;
+export interface PollOptions {
+  /** After a pass that found work: the next one this much later (the commits of that time make one batch). */
+  busyMs: number;
+  /** While idle the interval doubles from busyMs up to this: the latency of the first event after a quiet spell. */
+  idleMaxMs: number;
+}
+
+/** What a pass reports: more waiting at once (a full batch), or some work done. */
+export interface PassOutcome {
+  full: boolean;
+  worked: boolean;
 }
 
 /**
- * Runs `drain` whenever the outbox trigger NOTIFYs (coalesced, see DrainOptions), and every `pollMs`.
- * `drain` returns true while more work is waiting (a full batch): then it runs again at once.
+ * Runs `drain` in a loop: at once again after a full batch, `busyMs` later after one that found work, and
+ * backing off to `idleMaxMs` while idle. Polling rather than LISTEN/NOTIFY: a NOTIFY per commit costs
+ * PostgreSQL and the listener more at 600 commits/s (≈ 0.15 ms per event here) than 5 polls a second when
+ * idle; a busy pump polls every `busyMs` anyway, so batches come out the same. `kick` runs a pass soon.
  */
-export function drainOnNotify(databaseUrl: string, channel: string, drain: () => Promise<boolean>, opts: DrainOptions = {}) {
-  const { pollMs = 1000, coalesceMs = 0, coalesceCount = Infinity } = opts;
+export function drainByPolling(drain: () => Promise<PassOutcome>, o: PollOptions) {
   let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
-  let again = false;
-  let pending: NodeJS.Timeout | null = null;
-  let client: pg.Client | null = null;
-  /** Notifications since the last pass started; `enough` resolves a gathering wait early. */
-  let notifications = 0;
-  let enough: (() => void) | null = null;
-  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  const gather = () => new Promise<void>((resolve) => {
-    if (notifications >= coalesceCount) return resolve();
-    const t = setTimeout(done, coalesceMs);
-    function done() {
-      clearTimeout(t);
-      enough = null;
-      resolve();
-    }
-    enough = done;
-  });
+  let idleMs = o.busyMs;
 
-  const kick = () => {
+  const schedule = (ms: number) => {
     if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(run, ms);
+  };
+
+  function run() {
+    timer = null;
+    if (stopped || running) return;
     running = (async () => {
-      do {
-        again = false;
-        notifications = 0;
-        try {
-          while (!stopped && (await drain()));
-        } catch (err) {
-          logger.warn({ err: String(err), channel }, 'drain failed; retrying');
-          await pause(500);
-          again = true;
-        }
-        // Commits that arrived during the pass: gather a few more before the next one.
-        if (again && coalesceMs > 0) await gather();
-      } while (again && !stopped);
-    })().finally(() => {
-      running = null;
-    });
-  };
-
-  const fire = () => {
-    if (pending) clearTimeout(pending);
-    pending = null;
-    kick();
-  };
-  const notified = () => {
-    if (stopped) return;
-    notifications++;
-    if (enough && notifications >= coalesceCount) enough();
-    if (running || coalesceMs <= 0 || notifications >= coalesceCount) {
-      fire();
-      return;
-    }
-    pending ??= setTimeout(fire, coalesceMs);
-  };
-
-  const listen = async () => {
-    while (!stopped) {
+      let next: number;
       try {
-        client = new pg.Client({ connectionString: databaseUrl });
-        client.on('notification', notified);
-        await client.connect();
-        await client.query(`LISTEN ${channel}`);
-        kick();
-        await new Promise<void>((resolve) => {
-          client!.on('error', () => resolve());
-          client!.on('end', () => resolve());
-        });
+        const r = await drain();
+        if (r.full) next = 0;
+        else if (r.worked) next = idleMs = o.busyMs;
+        else next = idleMs = Math.min(o.idleMaxMs, idleMs * 2);
       } catch (err) {
-        logger.warn({ err: String(err), channel }, 'listen connection failed');
+        logger.warn({ err: String(err) }, 'drain failed; retrying');
+        next = 500;
       }
-      await client?.end().catch(() => {});
-      if (!stopped) await pause(1000);
-    }
-  };
-  void listen();
-  const timer = setInterval(kick, pollMs);
+      running = null;
+      schedule(next);
+    })();
+  }
 
+  schedule(0);
   return {
-    kick,
+    /** A pass soon (e.g. a sink just came back). */
+    kick: () => {
+      idleMs = o.busyMs;
+      if (!running) schedule(0);
+    },
     async stop() {
       stopped = true;
-      clearInterval(timer);
-      if (pending) clearTimeout(pending);
+      if (timer) clearTimeout(timer);
       await running;
-      await client?.end().catch(() => {});
     },
   };
 }

@@ -22,6 +22,7 @@ async function capturePrepared(fn: (db: PreparedDb) => Promise<unknown>, row: Re
       q = { text, values: [...values] };
       return [{ snapshot: '1:1:', count: 0, maxId: null, list: null, ...row }] as R[];
     },
+    transaction: async (fn) => fn(fake),
     end: async () => {},
   };
   await fn(fake);
@@ -85,7 +86,7 @@ export async function explainAll(url: string, p: PlanInputs): Promise<Plan[]> {
         }, { id: 1, depositAmount: 1, currency: 'VND' }), true),
       // The pump runs its claim with bitmap scans off (see lockLanes).
       await explain(c, 'outbox pump claim (both lanes, 1,000 each; bitmap scans off as the pump sets it)',
-        await captureSql((db) => claimPending(db, { publish: true, dispatch: true }, 1000), { id: 1 }), true, `SELECT set_config('enable_bitmapscan', 'off', true)`),
+        await capturePrepared((db) => claimPending(db, { publish: true, dispatch: true }, 1000)), true, `SELECT set_config('enable_bitmapscan', 'off', true)`),
       await explain(c, 'search index: outbox tail (cars)', await capturePrepared((db) => tailCalendarChanges(db, 0, 20_000))),
       await explain(c, 'search index: ledger tail (stays), from the last 10,000 entries',
         await capturePrepared((db) => tailNightChanges(db, Math.max(0, ledgerMax - 10_000), 20_000))),

@@ -88,7 +88,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     // A fail-fast connection (no offline queue) tells "Redis is down" at once, before any row is locked.
     const probe = requestRedis(config.REDIS_URL);
     probe.on('error', () => {});
-    const pump = startPump(base.db, config.DATABASE_URL, { jobs: { queues, alive: () => probe.ping() } });
+    const pump = startPump(base.prepared, { jobs: { queues, alive: () => probe.ping() } });
     dispatcher = { stop: async () => { await pump.stop(); probe.disconnect(); } };
   }
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });

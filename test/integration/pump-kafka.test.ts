@@ -4,7 +4,7 @@ import type { Consumer, Kafka, Producer } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
-import { createDb } from '../../shared/db/pool.js';
+import { createPreparedDb } from '../../shared/db/prepared.js';
 import { EVENT_TYPES } from '../../shared/events/topics.js';
 import { KafkaPublisher, createKafka, ensureTopics } from '../../workers/kafka.js';
 import { pumpOnce } from '../../workers/pump-pass.js';
@@ -67,18 +67,18 @@ afterEach(async () => {
 });
 
 /** A pump with only the publish lane (the harness runs the dispatch lane), like the relay process of old. */
-async function relay(brokers = BROKERS, db = h.deps.db) {
+async function relay(brokers = BROKERS, db = h.deps.prepared) {
   let r: ReturnType<typeof startPump> | null = null;
   const kafka = new KafkaPublisher(brokers, prefix, () => r?.kick());
   kafka.start();
-  r = startPump(db, h.config.DATABASE_URL, { kafka });
+  r = startPump(db, { kafka });
   cleanups.push(async () => {
     await r!.stop();
     await kafka.stop();
   });
   return r;
 }
-const relayOnce = (db: typeof h.deps.db, producer: Producer, topicPrefix: string) => pumpOnce(db, { kafka: { producer, prefix: topicPrefix } });
+const relayOnce = (db: typeof h.deps.prepared, producer: Producer, topicPrefix: string) => pumpOnce(db, { kafka: { producer, prefix: topicPrefix } });
 
 async function connectedProducer(): Promise<Producer> {
   const producer = createKafka(BROKERS, 'relay-test-producer').producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -219,7 +219,7 @@ describe('outbox relay to Kafka', () => {
         throw new Error('relay killed after publishing, before marking');
       },
     } as unknown as Producer;
-    await expect(relayOnce(h.deps.db, dying, prefix)).rejects.toThrow(/killed/);
+    await expect(relayOnce(h.deps.prepared, dying, prefix)).rejects.toThrow(/killed/);
     await waitFor(async () => inFlight === 0);
     expect(sent).toBeGreaterThan(0);
     // Kafka has them all; the outbox marked none.
@@ -252,7 +252,7 @@ describe('outbox relay to Kafka', () => {
   });
 
   it('two relays in parallel: every event published, each key in order', async () => {
-    const second = await createDb(h.config.DATABASE_URL, { maximumPoolSize: 10 });
+    const second = createPreparedDb(h.config.DATABASE_URL, 2);
     cleanups.push(() => second.end());
     await relay();
     await relay(BROKERS, second);
@@ -295,11 +295,11 @@ describe('outbox relay to Kafka', () => {
     await locker.query('SELECT id FROM outbox WHERE id = $1 FOR UPDATE', [held!.id]);
 
     expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
-    const pass = relayOnce(h.deps.db, producer, prefix);
+    const pass = relayOnce(h.deps.prepared, producer, prefix);
     await sleep(300);
     await locker.query('COMMIT');
     await pass;
-    await relayOnce(h.deps.db, producer, prefix);
+    await relayOnce(h.deps.prepared, producer, prefix);
 
     const rows = await waitAllReceived();
     expect(rows.map((r) => r.topic)).toEqual(['booking.held', 'booking.confirmed']);

@@ -31,7 +31,7 @@ describe('the outbox pump\'s dispatch lane during a Redis outage', () => {
     const queues = openQueues(dead);
     for (const q of Object.values(queues)) q.on('error', () => {});
     const t0 = Date.now();
-    await expect(pumpOnce(h.deps.db, { jobs: { queues, alive: () => probe.ping() } })).rejects.toThrow();
+    await expect(pumpOnce(h.deps.prepared, { jobs: { queues, alive: () => probe.ping() } })).rejects.toThrow();
     expect(Date.now() - t0).toBeLessThan(3_000);
     expect(await rowLockable()).toBe(true);
     probe.disconnect();
@@ -42,7 +42,7 @@ describe('the outbox pump\'s dispatch lane during a Redis outage', () => {
     const queues = openQueues(dead);
     for (const q of Object.values(queues)) q.on('error', () => {});
     const t0 = Date.now();
-    await expect(pumpOnce(h.deps.db, { jobs: { queues, alive: async () => 'PONG' } })).rejects.toThrow(/enqueue/);
+    await expect(pumpOnce(h.deps.prepared, { jobs: { queues, alive: async () => 'PONG' } })).rejects.toThrow(/enqueue/);
     expect(Date.now() - t0).toBeLessThan(8_000);
     expect(await rowLockable()).toBe(true);
     const { rows } = await h.sql('SELECT count(*)::int AS n FROM outbox WHERE dispatched_at IS NULL');
