@@ -14,6 +14,7 @@
  * (minus the idle rate over the same window), plus pg_stat_database counters per request.
  */
 import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { datasetArgs } from './data.js';
 import { ROOT, ensureBuild, envStr, fmt, machineNote, printTable, sleep } from './lib.js';
@@ -131,6 +132,14 @@ async function main() {
     await system?.stop().catch(() => {});
     await monitor.end().catch(() => {});
     await dropDatabase(database).catch(() => {});
+    // The system's keys: cache / limiter under `bench:<tag>:`, BullMQ under `bench<tag>` (QUEUE_PREFIX has no colons).
+    const redis = new Redis(envStr('BENCH_REDIS_URL', 'redis://127.0.0.1:6379/13'), { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect().then(async () => {
+      for (const match of [`bench:${tag}:*`, `bench${tag}:*`]) {
+        for await (const keys of redis.scanStream({ match, count: 1000 })) if ((keys as string[]).length) await redis.del(...(keys as string[]));
+      }
+    }).catch(() => {});
+    redis.disconnect();
   }
   const idle = windows.find((x) => x.name === 'idle')!;
   const idleRate = (g: string) => (idle.used[g] ?? 0) / (idle.seconds || 1);
