@@ -128,6 +128,10 @@ export function createPspSandbox(options: PspSandboxOptions) {
       .finally(() => inflight.delete(p));
     inflight.add(p);
   }
+  /** Resolves once no webhook delivery or delayed transition is pending. */
+  async function idle(): Promise<void> {
+    while (inflight.size > 0) await Promise.allSettled([...inflight]);
+  }
   const later = (ms: number, fn: () => void) =>
     track(sleep(ms, undefined, { signal: shutdown.signal }).then(fn));
 
@@ -353,6 +357,7 @@ export function createPspSandbox(options: PspSandboxOptions) {
     const action = ctx.params.action!;
     const { amount } = parse(overrideBody, await readJson(ctx));
     if (action === 'succeed-silently') settleSucceeded(intent);
+    else if (action === 'processing-silently') intent.status = 'processing';
     else if (action in intentActions) intentActions[action as keyof typeof intentActions](intent, amount);
     else throw new HttpError(404, 'not_found', `unknown action ${action}`);
     ctx.body = intent;
@@ -373,6 +378,11 @@ export function createPspSandbox(options: PspSandboxOptions) {
     track(deliver(sent, 1));
     ctx.status = 202;
     ctx.body = { replayed: original.event.id };
+  });
+  // Answers once no webhook delivery or delayed transition is pending: lets a test see "nothing more will happen".
+  control.post('/idle', async (ctx) => {
+    await idle();
+    ctx.status = 204;
   });
   control.get('/state', (ctx) => {
     ctx.body = { intents: [...state.intents.values()], refunds: state.refunds, webhooks: state.webhooks };
@@ -425,10 +435,7 @@ export function createPspSandbox(options: PspSandboxOptions) {
       settings.publicUrl ??= url;
       return { server: s, url };
     },
-    /** Resolves once no webhook delivery or delayed transition is pending. */
-    async idle(): Promise<void> {
-      while (inflight.size > 0) await Promise.allSettled([...inflight]);
-    },
+    idle,
     async close(): Promise<void> {
       shutdown.abort();
       await Promise.allSettled([...inflight]);
