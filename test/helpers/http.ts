@@ -60,3 +60,21 @@ export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>
 
 /** An instant `hours` from now, rounded to the minute, as ISO with offset. */
 export const inHours = (hours: number) => new Date(Math.floor(Date.now() / 60_000) * 60_000 + hours * 3_600_000).toISOString();
+
+/** Runs `fn` for 0..n-1 with at most `limit` at a time. */
+export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(n);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, limit) }, async () => {
+    while (next < n) {
+      const i = next++;
+      out[i] = await fn(i);
+    }
+  }));
+  return out;
+}
+
+/** A reply as "status" or "status CODE" (e.g. "409 SOLD_OUT"), for comparing outcomes. */
+export const codeOf = (r: Reply) => (r.status >= 400 ? `${r.status} ${r.json?.error?.code}` : String(r.status));
+/** How many replies of each codeOf. */
+export const tally = (rs: Reply[]) => rs.reduce<Record<string, number>>((m, r) => ((m[codeOf(r)] = (m[codeOf(r)] ?? 0) + 1), m), {});

@@ -1,71 +1,62 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { inHours } from '../helpers/http.js';
+import { newCar } from '../helpers/cars.js';
+import { newCustomer } from '../helpers/customers.js';
 
 let h: Harness;
-let host: string;
-let seq = 0;
 beforeAll(async () => {
   h = await startHarness();
-  host = h.token(900, 'host');
 });
 afterAll(async () => h?.close());
 
-async function newCar(turnaroundMinutes = 120) {
-  const r = await h.req('POST', '/cars', {
-    token: host,
-    body: { plate: `T-${Date.now()}-${seq++}`, model: 'Morning', city: 'HN', dailyPrice: 500000, depositAmount: 2000000, turnaroundMinutes },
-  });
-  expect(r.status).toBe(201);
-  return r.json as { id: number };
-}
-
 describe('car holds', () => {
   it('50 concurrent customers on the same car and period: exactly one 201, 49 × 409', async () => {
-    const car = await newCar();
+    const carId = await newCar(h);
     const from = inHours(48), to = inHours(52);
     const replies = await Promise.all(
-      Array.from({ length: 50 }, (_, i) =>
-        h.req('POST', '/bookings', { token: h.token(10_000 + i, 'customer'), body: { carId: car.id, from, to } })),
+      Array.from({ length: 50 }, () =>
+        h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId, from, to } })),
     );
     const statuses = replies.map((r) => r.status).sort();
     expect(statuses.filter((s) => s === 201)).toHaveLength(1);
     expect(statuses.filter((s) => s === 409)).toHaveLength(49);
     expect(replies.filter((r) => r.status === 409).every((r) => r.json.error.code === 'CAR_UNAVAILABLE')).toBe(true);
-    const { rows } = await h.sql(`SELECT count(*)::int AS n FROM booking WHERE car_id = $1`, [car.id]);
+    const { rows } = await h.sql(`SELECT count(*)::int AS n FROM booking WHERE car_id = $1`, [carId]);
     expect(rows[0].n).toBe(1);
   });
 
   it('respects the turnaround buffer: [10,12) then [14,…) fine, [13,…) refused', async () => {
-    const car = await newCar(120);
+    const carId = await newCar(h, { turnaroundMinutes: 120 });
     const day = new Date(Date.now() + 5 * 86_400_000);
     const at = (hour: number) => new Date(Date.UTC(day.getUTCFullYear(), day.getUTCMonth(), day.getUTCDate(), hour)).toISOString();
-    const a = await h.req('POST', '/bookings', { token: h.token(20_001, 'customer'), body: { carId: car.id, from: at(10), to: at(12) } });
+    const a = await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId, from: at(10), to: at(12) } });
     expect(a.status).toBe(201);
-    const c = await h.req('POST', '/bookings', { token: h.token(20_002, 'customer'), body: { carId: car.id, from: at(13), to: at(15) } });
+    const c = await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId, from: at(13), to: at(15) } });
     expect(c.status).toBe(409);
     expect(c.json.error.code).toBe('CAR_UNAVAILABLE');
-    const b = await h.req('POST', '/bookings', { token: h.token(20_003, 'customer'), body: { carId: car.id, from: at(14), to: at(16) } });
+    const b = await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId, from: at(14), to: at(16) } });
     expect(b.status).toBe(201);
     // Before an existing booking the new booking's own turnaround counts too: [7,9) + 2 h reaches 11:00.
-    const d = await h.req('POST', '/bookings', { token: h.token(20_004, 'customer'), body: { carId: car.id, from: at(7), to: at(9) } });
+    const d = await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId, from: at(7), to: at(9) } });
     expect(d.status).toBe(409);
   });
 
   it('search lists a car only when a hold would be accepted', async () => {
-    const car = await newCar(120);
+    const carId = await newCar(h, { turnaroundMinutes: 120 });
     const from = inHours(100), to = inHours(104);
     const listed = async (f: string, t: string) => {
       const r = await h.req('GET', `/cars?city=HN&from=${encodeURIComponent(f)}&to=${encodeURIComponent(t)}&limit=200`);
       expect(r.status).toBe(200);
-      return (r.json.cars as { id: number }[]).some((c) => c.id === car.id);
+      return (r.json.cars as { id: number }[]).some((c) => c.id === carId);
     };
     expect(await listed(from, to)).toBe(true);
-    expect((await h.req('POST', '/bookings', { token: h.token(20_010, 'customer'), body: { carId: car.id, from, to } })).status).toBe(201);
+    expect((await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId, from, to } })).status).toBe(201);
     expect(await listed(from, to)).toBe(false);
     expect(await listed(inHours(105), inHours(106))).toBe(false); // inside the buffer
     expect(await listed(inHours(106), inHours(108))).toBe(true);
     expect(await listed(inHours(97), inHours(99))).toBe(false); // its own buffer reaches into the hold
     expect(await listed(inHours(96), inHours(98))).toBe(true); // buffer ends exactly where the hold starts
   });
+
 });

@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { inHours, token, waitFor } from '../helpers/http.js';
-import { processExpiry } from '../../shared/usecases/expiry.js';
 import { sweepStaleRefunds } from '../../workers/refunds.js';
 import { PspClient } from '../../shared/psp/client.js';
-import { holdCar, paymentSucceeded, requestPay, sandbox, signedWebhook, statusOf } from '../helpers/payments.js';
+import { statusOf } from '../helpers/bookings.js';
+import { holdCar, requestPay } from '../helpers/cars.js';
+import { expireNow } from '../helpers/expiry.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 
 // Edge cases found by a second reading of the contract.
 let h: Harness;
@@ -12,9 +15,6 @@ beforeAll(async () => {
   h = await startHarness({ workers: true, env: { HOLD_TTL_S: '1', PAYMENT_GRACE_S: '30' } });
 });
 afterAll(async () => h?.close());
-
-const pastDue = (id: number) =>
-  h.sql(`UPDATE booking SET hold_expires_at = now() - interval '1 second', next_expiry_check_at = now() - interval '1 second' WHERE id = $1`, [id]);
 
 describe('roles are refused before the input is read', () => {
   it('403 for a host holding, a customer listing a car, a customer picking up, a host paying', async () => {
@@ -51,11 +51,11 @@ describe('validation before the limiter', () => {
 describe('expiry never hangs on a provider answer', () => {
   it('a succeeded intent with the wrong amount does not keep the hold: refunded, and the hold expires', async () => {
     const b = await holdCar(h, { fromHours: 500 });
-    const intentId = await requestPay(h, b);
-    await sandbox(h, `/intents/${intentId}/succeed-silently`);
-    h.psp.state.intents.get(intentId)!.amount = b.deposit - 1;
-    await pastDue(b.id);
-    expect((await processExpiry(h.deps, b.id)).kind).toBe('expired');
+    await requestPay(h, b);
+    // Besides the deposit intent the customer asked for, the provider holds a succeeded one of another amount.
+    const wrong = await sandbox(h).createIntent({ amount: b.deposit - 1, currency: 'VND', reference: String(b.id) });
+    await sandbox(h).post(`/intents/${wrong.id}/succeed-silently`);
+    expect((await expireNow(h, b.id)).kind).toBe('expired');
     expect(await statusOf(h, b.id)).toBe('EXPIRED');
     const { rows } = await h.sql(`SELECT amount::int FROM refund WHERE booking_id = $1`, [b.id]);
     expect(rows).toEqual([{ amount: b.deposit - 1 }]);
@@ -65,16 +65,14 @@ describe('expiry never hangs on a provider answer', () => {
     const b = await holdCar(h, { fromHours: 510 });
     await requestPay(h, b);
     const other = { ...h.deps, psp: new PspClient({ baseUrl: h.config.pspUrl, apiKey: 'wrong-key', retries: 0 }) };
-    await pastDue(b.id);
-    expect((await processExpiry(other, b.id)).kind).toBe('expired');
+    expect((await expireNow(h, b.id, other)).kind).toBe('expired');
   });
 });
 
 describe('webhook edge cases', () => {
   it('a zero-amount success for an expired booking is acknowledged (200) and needs no refund', async () => {
     const b = await holdCar(h, { fromHours: 520 });
-    await pastDue(b.id);
-    await processExpiry(h.deps, b.id);
+    await expireNow(h, b.id);
     const r = await signedWebhook(h, paymentSucceeded(b.id, 0));
     expect(r.status).toBe(200);
     const { rows } = await h.sql(`SELECT count(*)::int AS n FROM refund WHERE booking_id = $1`, [b.id]);

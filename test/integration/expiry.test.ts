@@ -1,14 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
-import { defaultFaults } from '../../workers/psp-sandbox/app.js';
+import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, statusOf, topicsOf } from '../helpers/bookings.js';
+import { holdCar, requestPay, type Hold } from '../helpers/cars.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 import { processExpiry, type ExpiryOutcome } from '../../shared/usecases/expiry.js';
 import { EXPIRY_QUEUE } from '../../workers/expiry.js';
-import {
-  count, drained, getBooking, holdCar, notificationsOf, outboxOf, paymentSucceeded, requestPay, sandbox,
-  settledRefunds, signedWebhook, statusOf, topicsOf, type Hold,
-} from '../helpers/payments.js';
 
+// A HOLD past holdExpiresAt becomes EXPIRED within 1 s, unless a payment may be in flight (provider asked).
 const HOLD_TTL_S = 2;
 const PAYMENT_GRACE_S = 3;
 
@@ -20,8 +20,8 @@ beforeAll(async () => {
   });
 });
 afterEach(async () => {
-  Object.assign(h.psp.faults, defaultFaults);
-  await h.psp.idle();
+  await sandbox(h).resetFaults();
+  await sandbox(h).idle();
 });
 afterAll(async () => h?.close());
 
@@ -82,8 +82,8 @@ describe('expiry', () => {
   it('provider says processing at expiry: hold kept past holdExpiresAt, then a silent success confirms it (no webhook)', async () => {
     const b = await holdCar(h);
     const intentId = await requestPay(h, b);
-    // The customer paid; the provider is still processing. Set directly: the provider sends nothing.
-    h.psp.state.intents.get(intentId)!.status = 'processing';
+    // The customer paid; the provider is still processing and sends nothing (no webhook).
+    await sandbox(h).post(`/intents/${intentId}/processing-silently`);
 
     // The expiry check ran, asked the provider and kept the hold.
     await waitFor(async () => {
@@ -94,7 +94,7 @@ describe('expiry', () => {
     expect(await statusOf(h, b.id)).toBe('HOLD');
     expect((await getBooking(h, b.id)).holdExpiresAt).toBe(b.holdExpiresAt.toISOString());
 
-    const intent = await sandbox(h, `/intents/${intentId}/succeed-silently`);
+    const intent = await sandbox(h).post(`/intents/${intentId}/succeed-silently`);
     expect(intent.status).toBe('succeeded');
     await waitStatus(b.id, 'CONFIRMED', 8000);
     const confirmedAt = (await occurredAt(b.id, 'booking.confirmed'))!;
@@ -106,7 +106,7 @@ describe('expiry', () => {
     const { rows: payments } = await h.sql(`SELECT provider_txn_id, payment_intent_id, outcome FROM payment WHERE booking_id = $1`, [b.id]);
     expect(payments).toEqual([{ provider_txn_id: intent.providerTxnId, payment_intent_id: intentId, outcome: 'CONFIRMED' }]);
     // No webhook was sent or received for this booking.
-    expect(h.psp.state.webhooks.filter((w) => w.event.data.reference === String(b.id))).toEqual([]);
+    expect(await sandbox(h).webhooksFor(b.id)).toEqual([]);
     expect(await count(h, `SELECT 1 FROM webhook_inbox WHERE payload->'data'->>'reference' = $1`, [String(b.id)])).toBe(0);
     expect(topicsOf(await outboxOf(h, b.id))).toEqual(['booking.held', 'booking.confirmed']);
 
@@ -121,7 +121,7 @@ describe('expiry', () => {
   it('provider down at expiry (pay was requested): hold kept, then EXPIRED once the grace is over', async () => {
     const b = await holdCar(h);
     await requestPay(h, b);
-    h.psp.faults.apiDown = true;
+    await sandbox(h).setFaults({ apiDown: true });
 
     await sleepUntil(b.holdExpiresAt.getTime() + 1200);
     expect(await statusOf(h, b.id)).toBe('HOLD');
@@ -137,7 +137,7 @@ describe('expiry', () => {
   });
 
   it('a hold without a pay request is not kept when the provider is down', async () => {
-    h.psp.faults.apiDown = true;
+    await sandbox(h).setFaults({ apiDown: true });
     const b = await holdCar(h);
     await waitStatus(b.id, 'EXPIRED');
     expect((await occurredAt(b.id, 'booking.expired'))! - b.holdExpiresAt.getTime()).toBeLessThan(1000);
@@ -161,7 +161,7 @@ describe('expiry', () => {
     expect(topicsOf(events)).toEqual(['booking.held', 'booking.expired', 'refund.requested', 'refund.succeeded']);
     expect(events[2]!.payload).toMatchObject({ bookingId: b.id, amount: b.deposit, currency: 'VND' });
     expect(events[3]!.payload).toMatchObject({ bookingId: b.id, amount: b.deposit });
-    expect(h.psp.state.refunds.filter((x) => x.reference === String(b.id))).toEqual([
+    expect(await sandbox(h).refundsFor(b.id)).toEqual([
       expect.objectContaining({ paymentIntentId: event.data.paymentIntentId, amount: b.deposit, status: 'succeeded' }),
     ]);
     await drained(h);
@@ -198,14 +198,15 @@ describe('expiry racing confirmation', () => {
       })();
       const pay = (async () => {
         await sleepUntil(at - 10 + Math.random() * 30);
-        if (b.intentId) await sandbox(h, `/intents/${b.intentId}/succeed`);
+        if (b.intentId) await sandbox(h).post(`/intents/${b.intentId}/succeed`);
         else expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
       })();
       const [kind] = await Promise.all([expire, pay]);
       return kind;
     }));
-    await h.psp.idle(); // every sandbox webhook delivered (and answered 200)
-    expect(h.psp.state.webhooks.filter((w) => w.event.type === 'payment_intent.succeeded').every((w) => w.delivered >= 1)).toBe(true);
+    await sandbox(h).idle(); // every sandbox webhook delivered (and answered 200)
+    const { webhooks } = await sandbox(h).state();
+    expect(webhooks.filter((w) => w.event.type === 'payment_intent.succeeded').every((w) => w.delivered >= 1)).toBe(true);
 
     const ids = holds.map((b) => b.id);
     const { rows } = await h.sql(`
@@ -245,7 +246,7 @@ describe('expiry racing confirmation', () => {
     // Every refund is then paid by the refund worker, once.
     await waitFor(async () => (await count(h, `SELECT 1 FROM refund WHERE booking_id = ANY($1::bigint[]) AND status = 'SUCCEEDED'`, [ids])) === expired, 20_000);
     expect(await count(h, `SELECT 1 FROM outbox WHERE topic = 'refund.succeeded' AND message_key = ANY($1::text[])`, [ids.map(String)])).toBe(expired);
-    expect(h.psp.state.refunds).toHaveLength(expired);
+    expect((await sandbox(h).state()).refunds).toHaveLength(expired);
     expect(await count(h, `SELECT 1 FROM booking WHERE id = ANY($1::bigint[]) AND status = 'HOLD'`, [ids])).toBe(0);
   });
 });

@@ -3,13 +3,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/http.js';
-import { defaultFaults } from '../../workers/psp-sandbox/app.js';
+import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, statusOf, topicsOf } from '../helpers/bookings.js';
+import { holdCar, hostToken, type Hold } from '../helpers/cars.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 import { NOTIFICATIONS_QUEUE, notificationJobId } from '../../workers/notifications.js';
 import { REFUNDS_QUEUE, refundJobId } from '../../workers/refunds.js';
-import {
-  count, drained, getBooking, holdCar, hostToken, notificationsOf, outboxOf, paymentSucceeded, settledRefunds, signedWebhook,
-  statusOf, topicsOf, type Hold,
-} from '../helpers/payments.js';
 
 /** Stands in for the sms/push gateway (NOTIFY_WEBHOOK_URL): records what it accepted, can fail on demand. */
 const gateway = {
@@ -40,9 +39,9 @@ beforeAll(async () => {
   h = await startHarness({ workers: true, env: { NOTIFY_WEBHOOK_URL: notifyUrl, HOLD_RATE_LIMIT: '1000' } });
 });
 afterEach(async () => {
-  Object.assign(h.psp.faults, defaultFaults);
+  await sandbox(h).resetFaults();
   gateway.failNext = 0;
-  await h.psp.idle();
+  await sandbox(h).idle();
 });
 afterAll(async () => {
   await h?.close();
@@ -96,12 +95,12 @@ describe('refunds', () => {
     expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit, { txn: late.data.providerTxnId, intent: late.data.paymentIntentId }))).status).toBe(200);
     await drained(h);
     expect(await count(h, `SELECT 1 FROM refund WHERE booking_id = $1`, [b.id])).toBe(1);
-    expect(h.psp.state.refunds.filter((r) => r.reference === String(b.id))).toHaveLength(1);
+    expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
     expect(await notificationsOf(h, b.id)).toEqual(['booking.cancelled/push', 'booking.cancelled/sms', 'refund.succeeded/push', 'refund.succeeded/sms']);
   });
 
   it('provider answers pending, then settles (webhook and retry both report it): SUCCEEDED exactly once', async () => {
-    Object.assign(h.psp.faults, { refundOutcome: 'pending', refundSettleMs: 300 });
+    await sandbox(h).setFaults({ refundOutcome: 'pending', refundSettleMs: 300 });
     const b = await holdCar(h);
     await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
     expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
@@ -117,12 +116,12 @@ describe('refunds', () => {
     expect(['SUCCEEDED', 'already_settled']).toContain(job.returnvalue);
     await drained(h);
     expect(topicsOf(await outboxOf(h, b.id)).filter((t) => t.startsWith('refund.'))).toEqual(['refund.requested', 'refund.succeeded']);
-    expect(h.psp.state.refunds.filter((r) => r.reference === String(b.id))).toHaveLength(1);
+    expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
     expect(await notificationsOf(h, b.id)).toEqual(['booking.cancelled/push', 'booking.cancelled/sms', 'refund.succeeded/push', 'refund.succeeded/sms']);
   });
 
   it('provider refuses the refund: FAILED, refund.failed, nobody notified of it', async () => {
-    h.psp.faults.refundOutcome = 'failed';
+    await sandbox(h).setFaults({ refundOutcome: 'failed' });
     const b = await holdCar(h);
     await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
     expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
@@ -135,17 +134,17 @@ describe('refunds', () => {
   });
 
   it('provider down while refunding: retried until it answers, one refund at the provider', async () => {
-    h.psp.faults.apiDown = true;
+    await sandbox(h).setFaults({ apiDown: true });
     const b = await holdCar(h);
     await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
     expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
     await waitFor(async () => (await count(h, `SELECT 1 FROM refund WHERE booking_id = $1 AND attempts >= 1 AND last_error IS NOT NULL`, [b.id])) > 0);
     expect((await getBooking(h, b.id)).refund).toEqual({ amount: b.deposit, status: 'PENDING' });
-    h.psp.faults.apiDown = false;
+    await sandbox(h).setFaults({ apiDown: false });
     const [refund] = await settledRefunds(h, b.id);
     expect(refund!.status).toBe('SUCCEEDED');
     await drained(h);
-    expect(h.psp.state.refunds.filter((r) => r.reference === String(b.id))).toHaveLength(1);
+    expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
     expect(topicsOf(await outboxOf(h, b.id)).filter((t) => t === 'refund.succeeded')).toHaveLength(1);
   });
 });

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import type { Reply } from '../helpers/http.js';
-import { processExpiry, type ExpiryOutcome } from '../../shared/usecases/expiry.js';
-import { addDays, checkStayInvariants, payWebhookBody, prng, sendWebhook, stayApi, type Night } from '../helpers/stays.js';
+import { newCustomerId } from '../helpers/customers.js';
+import { expireNow } from '../helpers/expiry.js';
+import { paymentSucceeded, signedWebhook, type WebhookBody } from '../helpers/webhooks.js';
+import { addDays, checkStayInvariants, prng, stayApi, type Night } from '../helpers/stays.js';
 
 let h: Harness;
 let api: ReturnType<typeof stayApi>;
@@ -32,7 +34,7 @@ describe('stay holds', () => {
     const rt = await api.roomType(hotelId);
     const d0 = '2027-05-01', d2 = addDays(d0, 2);
     await api.setInventory(rt.id, d0, d2, 1);
-    const replies = await Promise.all(Array.from({ length: 30 }, () => api.hold(api.nextCustomer(), rt.id, d0, d2)));
+    const replies = await Promise.all(Array.from({ length: 30 }, () => api.hold(newCustomerId(), rt.id, d0, d2)));
     expect(tally(replies)).toEqual({ 201: 1, '409 SOLD_OUT': 29 });
     const won = replies.find((r) => r.status === 201)!.json;
     expect(won).toMatchObject({ kind: 'stay', status: 'HOLD', depositAmount: 1_000_000, currency: 'VND' });
@@ -48,12 +50,12 @@ describe('stay holds', () => {
     const d0 = '2027-05-10', d1 = addDays(d0, 1), d2 = addDays(d0, 2), d3 = addDays(d0, 3);
     await api.setInventory(rt.id, d0, d3, 2);
     // Another customer takes both rooms of night 2 only.
-    expect((await api.hold(api.nextCustomer(), rt.id, d1, d2, 2)).status).toBe(201);
+    expect((await api.hold(newCustomerId(), rt.id, d1, d2, 2)).status).toBe(201);
     const before = await api.nights(rt.id, d0, d3);
     expect(before).toEqual([night(d0, 2), night(d1, 2, 2), night(d2, 2)]);
     let entries = await ledgerCount(rt.id);
 
-    const customer = api.nextCustomer();
+    const customer = newCustomerId();
     const r = await api.hold(customer, rt.id, d0, d3);
     expect(r.status).toBe(409);
     expect(r.json.error.code).toBe('SOLD_OUT');
@@ -83,14 +85,14 @@ describe('stay holds', () => {
     await api.setInventory(rt.id, d2, d3, 5); // night d1 never set up
     const entries = await ledgerCount(rt.id);
     for (const [ci, co] of [[d0, d3], [d1, d2], [d0, d2], [d1, d3], [d3, addDays(d3, 1)]] as const) {
-      const r = await api.hold(api.nextCustomer(), rt.id, ci, co);
+      const r = await api.hold(newCustomerId(), rt.id, ci, co);
       expect(codeOf(r), `${ci}..${co}`).toBe('409 SOLD_OUT');
     }
     expect(await ledgerCount(rt.id)).toBe(entries);
     expect(await bookingsOf(rt.id)).toEqual([]);
     expect(await api.nights(rt.id, d0, d3)).toEqual([night(d0, 5), night(d2, 5)]);
     // The nights that exist can be held, with the deposit times rooms.
-    const ok = await api.hold(api.nextCustomer(), rt.id, d2, d3, 3);
+    const ok = await api.hold(newCustomerId(), rt.id, d2, d3, 3);
     expect(ok.status).toBe(201);
     expect(ok.json.depositAmount).toBe(2_100_000);
     await checkStayInvariants(h, [rt.id]);
@@ -105,7 +107,7 @@ describe('stay holds', () => {
       Array.from({ length: n }, (_, i) => {
         const late = i % 2 === 1; // alternate so both ranges arrive interleaved
         const from = late ? addDays(d0, 2) : d0;
-        return api.hold(api.nextCustomer(), rt.id, from, addDays(from, 5), rnd.int(1, 3));
+        return api.hold(newCustomerId(), rt.id, from, addDays(from, 5), rnd.int(1, 3));
       });
     const first = await Promise.all(wave(40));
     const t1 = tally(first);
@@ -144,7 +146,7 @@ describe('stay holds', () => {
         const start = rnd.int(0, 19);
         const t0 = Date.now();
         const r = rnd.next() < 0.3
-          ? await api.hold(api.nextCustomer(), rt.id, addDays(d0, start), addDays(d0, Math.min(20, start + rnd.int(1, 3))), rnd.int(1, 2))
+          ? await api.hold(newCustomerId(), rt.id, addDays(d0, start), addDays(d0, Math.min(20, start + rnd.int(1, 3))), rnd.int(1, 2))
           : await api.put(rt.id, addDays(d0, start), addDays(d0, Math.min(20, start + rnd.int(1, 10))), rnd.int(1, 6), 'widen');
         slowest = Math.max(slowest, Date.now() - t0);
         return r;
@@ -190,7 +192,7 @@ describe('stay inventory: randomized concurrent workload', () => {
       const fit = known.filter((k) => statuses.includes(k.status));
       return fit.length && rnd.next() < 0.85 ? rnd.pick(fit) : rnd.pick(known);
     };
-    const sentBodies: string[] = [];
+    const sentEvents: WebhookBody[] = [];
 
     type Op = 'hold' | 'pay' | 'payDuplicate' | 'payWrongAmount' | 'startPay' | 'expire' | 'cancelCustomer'
       | 'cancelOperator' | 'pickup' | 'return' | 'customerPickup' | 'adjust';
@@ -205,7 +207,7 @@ describe('stay inventory: randomized concurrent workload', () => {
           const rt = rnd.pick(rts);
           const start = rnd.int(0, NIGHTS - 1);
           const end = Math.min(NIGHTS + 1, start + rnd.int(1, 4)); // sometimes reaches a missing night
-          const customer = api.nextCustomer();
+          const customer = newCustomerId();
           const rooms = rnd.int(1, 3);
           const r = await api.hold(customer, rt.id, addDays(d0, start), addDays(d0, end), rooms);
           if (expectOne('hold', r, ['201', '409 SOLD_OUT']) === '201') {
@@ -218,15 +220,15 @@ describe('stay inventory: randomized concurrent workload', () => {
         case 'payWrongAmount': {
           const b = target(['HOLD']);
           if (!b) return;
-          const raw = payWebhookBody(b.id, op === 'pay' ? b.deposit : b.deposit + 1);
-          sentBodies.push(raw);
-          expectOne(op, await sendWebhook(h, raw), ['200']);
+          const event = paymentSucceeded(b.id, op === 'pay' ? b.deposit : b.deposit + 1);
+          sentEvents.push(event);
+          expectOne(op, await signedWebhook(h, event), ['200']);
           if (op === 'pay' && b.status === 'HOLD') b.status = 'CONFIRMED?';
           return;
         }
         case 'payDuplicate': {
-          if (!sentBodies.length) return;
-          expectOne(op, await sendWebhook(h, rnd.pick(sentBodies)), ['200']);
+          if (!sentEvents.length) return;
+          expectOne(op, await signedWebhook(h, rnd.pick(sentEvents)), ['200']);
           return;
         }
         case 'startPay': {
@@ -239,12 +241,7 @@ describe('stay inventory: randomized concurrent workload', () => {
         case 'expire': {
           const b = target(['HOLD']);
           if (!b) return;
-          await h.sql(
-            `UPDATE booking SET hold_expires_at = now() - interval '1 second', next_expiry_check_at = now() - interval '1 second'
-             WHERE id = $1 AND status = 'HOLD'`,
-            [b.id],
-          );
-          const out: ExpiryOutcome = await processExpiry(h.deps, b.id);
+          const out = await expireNow(h, b.id);
           expect(['expired', 'not_hold', 'lost_race', 'not_due']).toContain(out.kind);
           note(`expire ${out.kind}`);
           if (out.kind === 'expired') b.status = 'EXPIRED';
@@ -406,11 +403,11 @@ describe('inventory ledger and operator endpoints', () => {
     const rt = await api.roomType(hotelId);
     const d0 = '2027-09-10', d = (i: number) => addDays(d0, i);
     await api.setInventory(rt.id, d(0), d(5), 4);
-    expect((await api.hold(api.nextCustomer(), rt.id, d(2), d(3), 3)).status).toBe(201);
+    expect((await api.hold(newCustomerId(), rt.id, d(2), d(3), 3)).status).toBe(201);
     // Confirm one more room on night 3 (index 3) so that confirmed counts too.
-    const b = await api.hold(api.nextCustomer(), rt.id, d(3), d(4), 2);
+    const b = await api.hold(newCustomerId(), rt.id, d(3), d(4), 2);
     expect(b.status).toBe(201);
-    expect((await sendWebhook(h, payWebhookBody(b.json.bookingId, b.json.depositAmount))).status).toBe(200);
+    expect((await signedWebhook(h, paymentSucceeded(b.json.bookingId, b.json.depositAmount))).status).toBe(200);
     const before = await api.nights(rt.id, d(0), d(5));
     expect(before).toEqual([night(d(0), 4), night(d(1), 4), night(d(2), 4, 3), night(d(3), 4, 0, 2), night(d(4), 4)]);
     const entries = await ledgerCount(rt.id);
@@ -459,7 +456,7 @@ describe('GET /hotels/availability', () => {
     await api.setInventory(c.id, d(2), d(3), 9);
     await api.setInventory(z.id, d(0), d(3), 1);
     await api.setInventory(far.id, d(0), d(3), 9);
-    expect((await api.hold(api.nextCustomer(), z.id, d(1), d(2))).status).toBe(201);
+    expect((await api.hold(newCustomerId(), z.id, d(1), d(2))).status).toBe(201);
 
     const search = async (checkIn: string, checkOut: string, rooms?: number) => {
       const r = await h.req('GET', `/hotels/availability?city=${city}&checkIn=${checkIn}&checkOut=${checkOut}${rooms ? `&rooms=${rooms}` : ''}`);
@@ -480,14 +477,14 @@ describe('GET /hotels/availability', () => {
     ]);
 
     // A hold takes the last free room of A's night 1 → A disappears; a hold on B lowers its minimum.
-    expect((await api.hold(api.nextCustomer(), a.id, d(1), d(2))).status).toBe(201);
-    expect((await api.hold(api.nextCustomer(), b.id, d(2), d(3))).status).toBe(201);
+    expect((await api.hold(newCustomerId(), a.id, d(1), d(2))).status).toBe(201);
+    expect((await api.hold(newCustomerId(), b.id, d(2), d(3))).status).toBe(201);
     expect(sorted(await search(d(0), d(3)))).toEqual([[b.id, 1]]);
     expect(sorted(await search(d(0), d(1)))).toEqual([[a.id, 3], [b.id, 2], [c.id, 9], [z.id, 1]]);
     // Whatever search lists with `rooms` can be held right away; what it omits is SOLD_OUT.
     const listed = await search(d(0), d(3), 1);
     for (const rt of [a, b, c, z]) {
-      const r = await api.hold(api.nextCustomer(), rt.id, d(0), d(3), 1);
+      const r = await api.hold(newCustomerId(), rt.id, d(0), d(3), 1);
       expect(codeOf(r), rt.name).toBe(listed.some(([id]) => id === rt.id) ? '201' : '409 SOLD_OUT');
     }
     // Validation.
