@@ -73,6 +73,6 @@ export async function requestPay(h: Harness, b: Hold): Promise<string> {
   expect(r.status, r.text).toBe(303);
   const location = r.headers.get('location')!;
   const intentId = location.split('/').pop()!;
-  expect((await sandbox(h).intent(intentId))?.reference).toBe(String(b.id));
+  expect((await sandbox(h).intent(intentId)).reference).toBe(String(b.id));
   return intentId;
 }

@@ -39,7 +39,9 @@ export function sandboxAt(baseUrl: string, apiKey?: string) {
     /** Resolves once no webhook delivery or delayed transition is pending at the sandbox. */
     idle: async (): Promise<void> => ok(await control('POST', '/idle')),
     state,
-    intent: async (id: string) => (await state()).intents.find((i) => i.id === id),
+    /** GET /v1/payment_intents/{id} as an API client would (needs the API key; cheap, unlike the whole state). */
+    intent: async (id: string): Promise<SandboxIntent> =>
+      ok(await fetch(`${baseUrl}/v1/payment_intents/${encodeURIComponent(id)}`, { headers: { authorization: `Bearer ${apiKey}` } })),
     /** Refunds the provider holds for a booking (its reference). */
     refundsFor: async (reference: number | string) => (await state()).refunds.filter((r) => r.reference === String(reference)),
     /** Webhooks the provider sent (or tried to) about a booking. */
