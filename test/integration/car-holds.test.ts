@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { inHours } from '../helpers/http.js';
-import { newCar } from '../helpers/cars.js';
+import { holdCar, newCar } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
 
 let h: Harness;
@@ -59,4 +59,10 @@ describe('car holds', () => {
     expect(await listed(inHours(96), inHours(98))).toBe(true); // buffer ends exactly where the hold starts
   });
 
+  it('lists no car for a period that starts in the past', async () => {
+    await holdCar(h, { fromHours: 560 });
+    const r = await h.req('GET', `/cars?city=HN&from=${encodeURIComponent(inHours(-1))}&to=${encodeURIComponent(inHours(2))}`);
+    expect(r.status).toBe(200);
+    expect(r.json.cars).toEqual([]);
+  });
 });

@@ -3,8 +3,10 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
 import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, statusOf, topicsOf } from '../helpers/bookings.js';
 import { holdCar, requestPay, type Hold } from '../helpers/cars.js';
+import { expireNow } from '../helpers/expiry.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
+import { PspClient } from '../../shared/psp/client.js';
 import { processExpiry, type ExpiryOutcome } from '../../shared/usecases/expiry.js';
 import { EXPIRY_QUEUE } from '../../workers/expiry.js';
 
@@ -166,6 +168,27 @@ describe('expiry', () => {
     ]);
     await drained(h);
     expect(await notificationsOf(h, b.id)).toEqual(['booking.expired/push', 'booking.expired/sms', 'refund.succeeded/push', 'refund.succeeded/sms']);
+  });
+});
+
+describe('expiry never hangs on a provider answer', () => {
+  it('a succeeded intent with the wrong amount does not keep the hold: refunded, and the hold expires', async () => {
+    const b = await holdCar(h, { fromHours: 500 });
+    await requestPay(h, b);
+    // Besides the deposit intent the customer asked for, the provider holds a succeeded one of another amount.
+    const wrong = await sandbox(h).createIntent({ amount: b.deposit - 1, currency: 'VND', reference: String(b.id) });
+    await sandbox(h).post(`/intents/${wrong.id}/succeed-silently`);
+    expect((await expireNow(h, b.id)).kind).toBe('expired');
+    expect(await statusOf(h, b.id)).toBe('EXPIRED');
+    const { rows } = await h.sql(`SELECT amount::int FROM refund WHERE booking_id = $1`, [b.id]);
+    expect(rows).toEqual([{ amount: b.deposit - 1 }]);
+  });
+
+  it('a provider 4xx is not "unreachable": the hold expires', async () => {
+    const b = await holdCar(h, { fromHours: 510 });
+    await requestPay(h, b);
+    const other = { ...h.deps, psp: new PspClient({ baseUrl: h.config.pspUrl, apiKey: 'wrong-key', retries: 0 }) };
+    expect((await expireNow(h, b.id, other)).kind).toBe('expired');
   });
 });
 

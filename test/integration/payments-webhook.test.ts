@@ -3,6 +3,7 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 import { waitFor, type Reply } from '../helpers/http.js';
 import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, statusOf, topicsOf } from '../helpers/bookings.js';
 import { holdCar } from '../helpers/cars.js';
+import { expireNow } from '../helpers/expiry.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, pspSignature, signedWebhook } from '../helpers/webhooks.js';
 
@@ -130,6 +131,16 @@ describe('webhook: signature and shape', () => {
     await assertNothingWritten(b.id, base.id);
   });
 
+  it('a success without providerTxnId is malformed: 400 and nothing written', async () => {
+    const b = await holdCar(h, { fromHours: 530 });
+    const event = paymentSucceeded(b.id, b.deposit) as { data: Record<string, unknown> };
+    delete event.data.providerTxnId;
+    const r = await signedWebhook(h, event);
+    expect(r.status).toBe(400);
+    expect(r.json.error.code).toBe('VALIDATION');
+    expect(await statusOf(h, b.id)).toBe('HOLD');
+  });
+
   it('signed unknown type and unknown references: 200 {received:true}, no effect', async () => {
     const b = await holdCar(h);
     const unknownType = paymentSucceeded(b.id, b.deposit, { type: 'charge.disputed' });
@@ -236,4 +247,12 @@ describe('webhook: successes that must be refunded', () => {
     expect(await count(h, `SELECT 1 FROM refund WHERE booking_id = $1`, [b.id])).toBe(1);
   });
 
+  it('a zero-amount success for an expired booking is acknowledged (200) and needs no refund', async () => {
+    const b = await holdCar(h, { fromHours: 520 });
+    await expireNow(h, b.id);
+    const r = await signedWebhook(h, paymentSucceeded(b.id, 0));
+    expect(r.status).toBe(200);
+    const { rows } = await h.sql(`SELECT count(*)::int AS n FROM refund WHERE booking_id = $1`, [b.id]);
+    expect(rows[0].n).toBe(0);
+  });
 });

@@ -8,7 +8,7 @@ import { holdCar, hostToken, type Hold } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 import { NOTIFICATIONS_QUEUE, notificationJobId } from '../../workers/notifications.js';
-import { REFUNDS_QUEUE, refundJobId } from '../../workers/refunds.js';
+import { REFUNDS_QUEUE, refundJobId, sweepStaleRefunds } from '../../workers/refunds.js';
 
 /** Stands in for the sms/push gateway (NOTIFY_WEBHOOK_URL): records what it accepted, can fail on demand. */
 const gateway = {
@@ -146,6 +146,16 @@ describe('refunds', () => {
     await drained(h);
     expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
     expect(topicsOf(await outboxOf(h, b.id)).filter((t) => t === 'refund.succeeded')).toHaveLength(1);
+  });
+
+  it('a PENDING refund whose job was lost is re-queued by the sweep and paid', async () => {
+    const b = await holdCar(h, { fromHours: 550 });
+    await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
+    // A refund that exists only in the database: its event was "dispatched" but the job never reached Redis.
+    await h.sql(`INSERT INTO refund (booking_id, payment_intent_id, amount, currency, reason, updated_at)
+                 VALUES ($1, 'pi_lost', 1234, 'VND', 'test', now() - interval '1 hour')`, [b.id]);
+    expect(await sweepStaleRefunds(h.deps, 60)).toBeGreaterThanOrEqual(1);
+    await waitFor(async () => (await h.sql(`SELECT status FROM refund WHERE booking_id = $1`, [b.id])).rows[0].status === 'SUCCEEDED', 10_000);
   });
 });
 
