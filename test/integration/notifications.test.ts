@@ -1,0 +1,135 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../helpers/harness.js';
+import { waitFor } from '../helpers/http.js';
+import { drained, notificationsOf, outboxOf, settledRefunds, statusOf } from '../helpers/bookings.js';
+import { holdCar, hostToken, type Hold } from '../helpers/cars.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
+import { NOTIFICATIONS_QUEUE, notificationJobId } from '../../workers/notifications.js';
+
+/** Stands in for the sms/push gateway (NOTIFY_WEBHOOK_URL): records what it accepted, can fail on demand. */
+const gateway = {
+  accepted: [] as { eventId: string; eventType: string; bookingId: number; channel: string; recipient: number }[],
+  failNext: 0,
+  refused: 0,
+};
+let gatewayServer: Server;
+let h: Harness;
+
+beforeAll(async () => {
+  gatewayServer = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (gateway.failNext > 0) {
+        gateway.failNext--;
+        gateway.refused++;
+        res.writeHead(503).end();
+        return;
+      }
+      gateway.accepted.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => gatewayServer.listen(0, '127.0.0.1', r));
+  const notifyUrl = `http://127.0.0.1:${(gatewayServer.address() as AddressInfo).port}/notify`;
+  h = await startHarness({ workers: true, env: { NOTIFY_WEBHOOK_URL: notifyUrl, HOLD_RATE_LIMIT: '1000' } });
+});
+afterEach(async () => {
+  gateway.failNext = 0;
+  await sandbox(h).idle(); // late refund webhooks land before the next test
+});
+afterAll(async () => {
+  await h?.close();
+  await new Promise((r) => gatewayServer?.close(r));
+});
+
+const sentFor = (bookingId: number) =>
+  gateway.accepted.filter((n) => n.bookingId === bookingId).map((n) => `${n.eventType}/${n.channel}`).sort();
+
+async function confirmed(): Promise<Hold> {
+  const b = await holdCar(h);
+  expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
+  expect(await statusOf(h, b.id)).toBe('CONFIRMED');
+  return b;
+}
+
+/** Confirmed, then cancelled by the host (100% refund), refund paid: 3 notified events × 2 channels. */
+async function fullLifecycle(): Promise<Hold> {
+  const b = await confirmed();
+  const c = await h.req('POST', `/bookings/${b.id}/cancel`, { token: hostToken(h), body: { reason: 'car broke down' } });
+  expect(c.status, c.text).toBe(200);
+  expect(c.json).toMatchObject({ status: 'CANCELLED', refundAmount: b.deposit });
+  await settledRefunds(h, b.id);
+  await drained(h);
+  return b;
+}
+
+const notificationRows = async (bookingId: number) =>
+  (await h.sql(`SELECT event_id::text, channel, event_type, recipient::int, body, sent_at FROM notification WHERE booking_id = $1
+                ORDER BY event_id, channel`, [bookingId])).rows;
+
+describe('notifications', () => {
+  it('sms and push once per notified event of a booking, matching what the gateway received', async () => {
+    const b = await fullLifecycle();
+    const expected = [
+      'booking.cancelled/push', 'booking.cancelled/sms', 'booking.confirmed/push', 'booking.confirmed/sms',
+      'refund.succeeded/push', 'refund.succeeded/sms',
+    ];
+    expect(await notificationsOf(h, b.id)).toEqual(expected);
+    expect(sentFor(b.id)).toEqual(expected);
+    const rows = await notificationRows(b.id);
+    expect(rows.every((r) => r.recipient === b.customerId)).toBe(true);
+    // One row per (event, channel), and the events are the outbox's own.
+    const events = await outboxOf(h, b.id);
+    for (const r of rows) expect(events.find((e) => e.eventId === r.event_id)?.topic).toBe(r.event_type);
+  });
+
+  it('dispatching the same events again (dispatched_at reset) sends nothing more', async () => {
+    const b = await fullLifecycle();
+    const before = await notificationRows(b.id);
+    const sentBefore = gateway.accepted.length;
+    expect(before).toHaveLength(6);
+
+    await h.sql(`UPDATE outbox SET dispatched_at = NULL WHERE message_key = $1`, [String(b.id)]);
+    await drained(h);
+    expect(await notificationRows(b.id)).toEqual(before);
+    expect(gateway.accepted.length).toBe(sentBefore);
+  });
+
+  it('even when the earlier jobs are gone, re-dispatched jobs run again and find the delivery already made', async () => {
+    const b = await fullLifecycle();
+    const before = await notificationRows(b.id);
+    const sentBefore = gateway.accepted.length;
+    const queue = h.queues[NOTIFICATIONS_QUEUE]!;
+    const jobIds = before.map((r) => notificationJobId(r.event_id, r.channel));
+    for (const id of jobIds) {
+      const job = await queue.getJob(id);
+      expect(job?.returnvalue, id).toBe('sent');
+      await job!.remove();
+    }
+
+    await h.sql(`UPDATE outbox SET dispatched_at = NULL WHERE message_key = $1`, [String(b.id)]);
+    // Every (event, channel) job runs a second time and reports a duplicate.
+    await waitFor(async () => {
+      const jobs = await Promise.all(jobIds.map((id) => queue.getJob(id)));
+      return jobs.every((j) => j?.finishedOn && j.returnvalue === 'duplicate');
+    });
+    await drained(h);
+    expect(await notificationRows(b.id)).toEqual(before);
+    expect(gateway.accepted.length).toBe(sentBefore);
+  });
+
+  it('a gateway failure is retried and the message still goes out once', async () => {
+    gateway.failNext = 2;
+    const refusedBefore = gateway.refused;
+    const b = await confirmed();
+    await waitFor(async () => (await notificationsOf(h, b.id)).length === 2, 15_000);
+    await drained(h);
+    expect(gateway.refused - refusedBefore).toBe(2);
+    expect(sentFor(b.id)).toEqual(['booking.confirmed/push', 'booking.confirmed/sms']);
+    expect(await notificationsOf(h, b.id)).toEqual(['booking.confirmed/push', 'booking.confirmed/sms']);
+  });
+});
