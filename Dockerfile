@@ -6,6 +6,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY api api
 COPY workers workers
 COPY shared shared
+COPY sandbox sandbox
 COPY scripts scripts
 COPY dashboards dashboards
 RUN npm run build && npm prune --omit=dev

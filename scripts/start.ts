@@ -27,11 +27,12 @@ const processes: Record<string, string> = {
   expiry: 'workers/expiry.js',
   refunds: 'workers/refunds.js',
   notifications: 'workers/notifications.js',
+  maintenance: 'workers/maintenance.js',
   dispatcher: 'workers/dispatcher.js',
   relay: 'workers/relay.js',
   dashboard: 'dashboards/server.js',
 };
-if (!config.PSP_URL) processes.psp = 'workers/psp-sandbox/main.js';
+if (!config.PSP_URL) processes.psp = 'sandbox/main.js';
 
 const children = new Map<string, ChildProcess>();
 let stopping = false;

@@ -26,6 +26,10 @@ const schema = z.object({
   DASHBOARD_USER: z.string().default('admin'),
   DASHBOARD_PASSWORD: z.string().default('admin'),
   NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
+  // Not in the contract. The sandbox provider's bind address (the contract: 127.0.0.1 only; containers
+  // that reach it by service name set 0.0.0.0) and the base of its checkout URLs when it sits behind one.
+  PSP_HOST: z.string().min(1).default('127.0.0.1'),
+  PSP_PUBLIC_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   // Not in the contract: namespaces for sharing one Redis between deployments (and test runs).
   QUEUE_PREFIX: z.string().regex(/^[\w-]+$/).default('bull'),
   REDIS_KEY_PREFIX: z.string().default(''),
@@ -36,7 +40,9 @@ export type Config = z.infer<typeof schema> & { pspUrl: string; kafkaBrokers: st
 
 const SECRETS = new Set(['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
 
 /** Parses the environment once; throws naming each bad variable, never echoing secret values. */
 export function parseConfig(env: Record<string, string | undefined> = process.env): Config {

@@ -1,12 +1,12 @@
 import { expect } from 'vitest';
-import type { SandboxFaults, SandboxIntent, SandboxRefund, SentWebhook } from '../../workers/psp-sandbox/app.js';
+import type { SandboxFaults, SandboxIntent, SandboxRefund, SentWebhook } from '../../sandbox/app.js';
 
 /**
  * Tests drive the sandbox provider only over HTTP: its control routes (`/sandbox/*`) and, like any client,
  * its provider API (`/v1/*`). Never through its in-memory state. This is the one test module that imports
  * the sandbox's code (to start it, and for its types).
  */
-export { createPspSandbox, defaultFaults, type PspSandbox, type SandboxFaults, type WebhookEvent } from '../../workers/psp-sandbox/app.js';
+export { createPspSandbox, defaultFaults, type PspSandbox, type SandboxFaults, type WebhookEvent } from '../../sandbox/app.js';
 
 /** What `GET /sandbox/state` answers. */
 export interface SandboxState {

@@ -7,7 +7,7 @@ import { expireNow } from '../helpers/expiry.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 import { PspClient } from '../../shared/psp/client.js';
-import { EXPIRY_QUEUE } from '../../workers/expiry.js';
+import { EXPIRY_QUEUE } from '../../shared/queues/registry.js';
 
 // A HOLD past holdExpiresAt becomes EXPIRED within 1 s, unless a payment may be in flight (provider asked).
 const HOLD_TTL_S = 2;

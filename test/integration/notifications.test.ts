@@ -7,7 +7,7 @@ import { drained, notificationsOf, outboxOf, settledRefunds, statusOf } from '..
 import { holdCar, hostToken, type Hold } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
-import { NOTIFICATIONS_QUEUE, notificationJobId } from '../../workers/notifications.js';
+import { NOTIFICATIONS_QUEUE, notificationJobId } from '../../shared/queues/registry.js';
 
 /** Stands in for the sms/push gateway (NOTIFY_WEBHOOK_URL): records what it accepted, can fail on demand. */
 const gateway = {

@@ -5,7 +5,8 @@ import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, 
 import { holdCar } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
-import { REFUNDS_QUEUE, refundJobId, sweepStaleRefunds } from '../../workers/refunds.js';
+import { REFUNDS_QUEUE, refundJobId } from '../../shared/queues/registry.js';
+import { sweepStaleRefunds } from '../../workers/refunds.js';
 
 // Refunds are paid asynchronously, once, whatever the provider answers; FAILED only when it says so.
 let h: Harness;

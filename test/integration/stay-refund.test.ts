@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { fixedClock } from '../../shared/domain/clock.js';
+import { fixedClock } from '../helpers/clock.js';
 import { newCustomerId } from '../helpers/customers.js';
 import { checkStayInvariants, stayApi } from '../helpers/stays.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
