@@ -1,5 +1,6 @@
 import { config } from '../../shared/config.js';
 import { logger } from '../../shared/logger.js';
+import { onShutdown } from '../../shared/runtime.js';
 import { createPspSandbox } from './app.js';
 
 const c = config();
@@ -12,16 +13,8 @@ const sandbox = createPspSandbox({
   logger: log,
 });
 
-const { url } = await sandbox.listen(c.PSP_PORT, '0.0.0.0');
+// 127.0.0.1 unless PSP_HOST says otherwise (compose, on its private network): the control routes move money.
+const { url } = await sandbox.listen(c.PSP_PORT, c.PSP_HOST);
 log.info({ url, publicUrl: sandbox.settings.publicUrl, webhookUrl: sandbox.settings.webhookUrl }, 'psp sandbox listening');
 
-let stopping = false;
-async function stop(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  log.info({ signal }, 'psp sandbox stopping');
-  await sandbox.close();
-  process.exit(0);
-}
-process.once('SIGTERM', () => void stop('SIGTERM'));
-process.once('SIGINT', () => void stop('SIGINT'));
+onShutdown(() => sandbox.close(), (m) => log.info(m));
