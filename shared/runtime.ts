@@ -35,12 +35,30 @@ export async function createDeps(config: Config, opts: { clock?: Clock; poolSize
   };
 }
 
-/** Runs `stop` once on SIGTERM/SIGINT, then exits. */
+let stopRequested = false;
+
+/** True once this process has been asked to stop (readiness answers 503 from then on). */
+export const shutdownRequested = (): boolean => stopRequested;
+
+/**
+ * Calls `onExit` when the supervisor that spawned this process with an IPC channel (`npm start`) goes
+ * away, however it died (kill -9 included: the kernel closes the channel). Processes started without
+ * one (compose, Procfile platforms, tests) are unaffected.
+ */
+export function onParentExit(onExit: () => void): void {
+  if (!process.channel) return;
+  process.once('disconnect', onExit);
+  // The channel must not keep an otherwise finished process alive.
+  process.channel.unref();
+}
+
+/** Runs `stop` once on SIGTERM/SIGINT or when the supervising parent dies, then exits. */
 export function onShutdown(stop: () => Promise<void>, log: (m: string) => void = () => {}): void {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    stopRequested = true;
     log(`${signal}: shutting down`);
     const force = setTimeout(() => process.exit(1), 25_000);
     force.unref();
@@ -48,4 +66,5 @@ export function onShutdown(stop: () => Promise<void>, log: (m: string) => void =
   };
   process.on('SIGTERM', () => handler('SIGTERM'));
   process.on('SIGINT', () => handler('SIGINT'));
+  onParentExit(() => handler('parent exited'));
 }

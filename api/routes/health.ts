@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import { sql } from '../../shared/db/pool.js';
 import type { ApiDeps, ApiState } from '../context.js';
 import { DomainError } from '../../shared/domain/errors.js';
+import { shutdownRequested } from '../../shared/runtime.js';
 
 const within = <T>(ms: number, p: Promise<T>) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms).unref())]);
@@ -12,6 +13,8 @@ export function healthRoutes(deps: ApiDeps) {
     ctx.body = { status: 'ok' };
   });
   router.get('/ready', async (ctx) => {
+    // A stopping process takes no new traffic, even while it still drains the requests it has.
+    if (shutdownRequested()) throw new DomainError('UNAVAILABLE', 'shutting down', { stopping: true });
     const [pg, redis] = await Promise.allSettled([
       within(2000, deps.db.oneFirst(sql.unsafe`SELECT 1`)),
       within(2000, deps.redis.ping()),
