@@ -8,6 +8,7 @@ import { parseConfig } from '../shared/config.js';
 import { onShutdown, queueConnection } from '../shared/runtime.js';
 import { logger } from '../shared/logger.js';
 import { QUEUE_NAMES } from '../api/ops-gauges.js';
+import { sameOriginActions } from './same-origin.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
@@ -31,6 +32,7 @@ export async function createDashboard(config: ReturnType<typeof parseConfig>) {
   createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
   const app = new Koa();
   app.use(basicAuth(config.DASHBOARD_USER, config.DASHBOARD_PASSWORD));
+  app.use(sameOriginActions());
   await app.use(serverAdapter.registerPlugin());
   return { app, close: () => Promise.all(queues.map((q) => q.close())) };
 }
