@@ -10,7 +10,8 @@ import { ensureLocalKafka, LOCAL_BROKER } from './local-kafka.js';
 
 // `npm start`: migrations first, then one child per Procfile line (not `release`; `psp` only without
 // PSP_URL), restarting one that dies and forwarding SIGTERM so each finishes its work before exiting.
-// Children watch an IPC channel to this process and stop when it goes, even if it was killed with -9.
+// Children watch an IPC channel to this process and stop when it goes, even if it was killed with -9
+// (shared/runtime.ts, keyed on SUPERVISOR_PID).
 const root = repoRoot();
 const fromSource = import.meta.url.endsWith('.ts');
 
@@ -71,7 +72,7 @@ function relayOutput(name: string, child: ChildProcess) {
 function run(spec: ProcessSpec, restarts = 0) {
   const { file, args } = commandLine(spec, fromSource);
   const startedAt = Date.now();
-  const child = spawn(file, args, { cwd: root, env: { ...childEnv, PROC_NAME: spec.name }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const child = spawn(file, args, { cwd: root, env: { ...childEnv, PROC_NAME: spec.name, SUPERVISOR_PID: String(process.pid) }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   relayOutput(spec.name, child);
   child.on('error', (err) => warn(`${spec.name} could not be started: ${err.message}`));
   child.on('exit', (code, signal) => {

@@ -40,19 +40,22 @@ let stopRequested = false;
 /** True once this process has been asked to stop (readiness answers 503 from then on). */
 export const shutdownRequested = (): boolean => stopRequested;
 
-/**
- * Calls `onExit` when the supervisor that spawned this process with an IPC channel (`npm start`) goes
- * away, however it died (kill -9 included: the kernel closes the channel). Processes started without
- * one (compose, Procfile platforms, tests) are unaffected.
- */
-export function onParentExit(onExit: () => void): void {
-  if (!process.channel) return;
-  process.once('disconnect', onExit);
-  // The channel must not keep an otherwise finished process alive.
-  process.channel.unref();
+// Under `npm start` (SUPERVISOR_PID set, an IPC channel to it) a process goes when its supervisor goes,
+// however it died (kill -9 included: the kernel closes the channel). Watched from the moment this
+// module loads, so a process still starting up goes too (at once: it has nothing to drain yet);
+// onShutdown turns it into a graceful stop. Processes started otherwise (compose, tests) are unaffected.
+let supervisorGone: () => void = () => process.exit(1);
+const supervisorPid = Number(process.env.SUPERVISOR_PID);
+if (supervisorPid) {
+  if (!process.connected || process.ppid !== supervisorPid) setImmediate(() => supervisorGone());
+  else {
+    process.once('disconnect', () => supervisorGone());
+    // The channel must not keep an otherwise finished process alive.
+    process.channel?.unref();
+  }
 }
 
-/** Runs `stop` once on SIGTERM/SIGINT or when the supervising parent dies, then exits. */
+/** Runs `stop` once on SIGTERM/SIGINT or when the supervising `npm start` dies, then exits. */
 export function onShutdown(stop: () => Promise<void>, log: (m: string) => void = () => {}): void {
   let stopping = false;
   const handler = (signal: string) => {
@@ -66,5 +69,5 @@ export function onShutdown(stop: () => Promise<void>, log: (m: string) => void =
   };
   process.on('SIGTERM', () => handler('SIGTERM'));
   process.on('SIGINT', () => handler('SIGINT'));
-  onParentExit(() => handler('parent exited'));
+  supervisorGone = () => handler('supervisor exited');
 }
