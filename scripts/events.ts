@@ -6,7 +6,7 @@ import { EVENT_TYPES, topicName } from '../shared/events/topics.js';
 import { LOCAL_BROKER } from './local-kafka.js';
 
 // `npm run -s events [-- --from-beginning] [--max N] [--booking ID]`: prints the booking events on Kafka,
-// one line each: topic, key, then the JSON value. Brokers as `npm start` uses them (KAFKA_BROKERS, else
+// one line each: occurredAt, topic, key, then the JSON value. Brokers as `npm start` uses them (KAFKA_BROKERS, else
 // the local 127.0.0.1:9092). A fresh consumer group each run: nothing is committed for anyone else.
 const { values } = parseArgs({
   options: {
@@ -42,8 +42,10 @@ await consumer.run({
   eachMessage: async ({ topic, message }) => {
     const key = message.key?.toString() ?? '';
     const value = message.value?.toString() ?? '';
-    if (values.booking && String((JSON.parse(value) as { bookingId?: unknown }).bookingId) !== values.booking) return;
-    console.log(`${topic.padEnd(20)} key=${key.padEnd(6)} ${value}`);
+    const event = JSON.parse(value) as { bookingId?: unknown; occurredAt?: string };
+    if (values.booking && String(event.bookingId) !== values.booking) return;
+    // Ordered per booking within a topic; across topics, occurredAt tells the sequence.
+    console.log(`${event.occurredAt ?? ''} ${topic.padEnd(20)} key=${key.padEnd(6)} ${value}`);
     if (++seen >= max) void stop();
   },
 });
