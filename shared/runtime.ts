@@ -5,6 +5,7 @@ import { PspClient } from './psp/client.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import type { Config } from './config.js';
 import type { Deps } from './usecases/deps.js';
+import { markStopRequested, onSupervisorExit } from './supervision.js';
 
 /** Request-path Redis: fail fast instead of queueing, so callers can fail open. */
 export function requestRedis(url: string, keyPrefix = ''): Redis {
@@ -35,33 +36,13 @@ export async function createDeps(config: Config, opts: { clock?: Clock; poolSize
   };
 }
 
-let stopRequested = false;
-
-/** True once this process has been asked to stop (readiness answers 503 from then on). */
-export const shutdownRequested = (): boolean => stopRequested;
-
-// Under `npm start` (SUPERVISOR_PID set, an IPC channel to it) a process goes when its supervisor goes,
-// however it died (kill -9 included: the kernel closes the channel). Watched from the moment this
-// module loads, so a process still starting up goes too (at once: it has nothing to drain yet);
-// onShutdown turns it into a graceful stop. Processes started otherwise (compose, tests) are unaffected.
-let supervisorGone: () => void = () => process.exit(1);
-const supervisorPid = Number(process.env.SUPERVISOR_PID);
-if (supervisorPid) {
-  if (!process.connected || process.ppid !== supervisorPid) setImmediate(() => supervisorGone());
-  else {
-    process.once('disconnect', () => supervisorGone());
-    // The channel must not keep an otherwise finished process alive.
-    process.channel?.unref();
-  }
-}
-
 /** Runs `stop` once on SIGTERM/SIGINT or when the supervising `npm start` dies, then exits. */
 export function onShutdown(stop: () => Promise<void>, log: (m: string) => void = () => {}): void {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    stopRequested = true;
+    markStopRequested();
     log(`${signal}: shutting down`);
     const force = setTimeout(() => process.exit(1), 25_000);
     force.unref();
@@ -69,5 +50,5 @@ export function onShutdown(stop: () => Promise<void>, log: (m: string) => void =
   };
   process.on('SIGTERM', () => handler('SIGTERM'));
   process.on('SIGINT', () => handler('SIGINT'));
-  supervisorGone = () => handler('supervisor exited');
+  onSupervisorExit(() => handler('supervisor exited'));
 }

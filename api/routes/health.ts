@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { sql } from '../../shared/db/pool.js';
 import type { ApiDeps, ApiState } from '../context.js';
 import { DomainError } from '../../shared/domain/errors.js';
-import { shutdownRequested } from '../../shared/runtime.js';
+import { shutdownRequested } from '../../shared/supervision.js';
 
 const within = <T>(ms: number, p: Promise<T>) =>
   Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms).unref())]);
