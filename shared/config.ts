@@ -16,8 +16,6 @@ const schema = z.object({
   PSP_PORT: int(4000),
   PSP_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   PSP_API_KEY: optionalString,
-  // Not in the contract: the sandbox provider's bind address. 127.0.0.1 unless a private network needs more.
-  PSP_HOST: z.string().min(1).default('127.0.0.1'),
   PSP_SANDBOX: z.enum(['true', 'false', '1', '0', '']).default('false').transform((v) => v === 'true' || v === '1'),
   PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:3000'),
   JWT_SECRET: optionalString,
@@ -30,6 +28,10 @@ const schema = z.object({
   DASHBOARD_USER: z.string().default('admin'),
   DASHBOARD_PASSWORD: optionalString,
   NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
+  // Not in the contract. The sandbox provider's bind address (the contract: 127.0.0.1 only; containers
+  // that reach it by service name set 0.0.0.0) and the base of its checkout URLs when it sits behind one.
+  PSP_HOST: z.string().min(1).default('127.0.0.1'),
+  PSP_PUBLIC_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   // Not in the contract: namespaces for sharing one Redis between deployments (and test runs).
   QUEUE_PREFIX: z.string().regex(/^[\w-]+$/).default('bull'),
   REDIS_KEY_PREFIX: z.string().default(''),

@@ -9,7 +9,7 @@ const sandbox = createPspSandbox({
   apiKey: c.PSP_API_KEY,
   webhookSecret: c.PAYMENT_WEBHOOK_SECRET,
   webhookUrl: `${c.PUBLIC_BASE_URL.replace(/\/+$/, '')}/payments/webhook`,
-  publicUrl: process.env.PSP_PUBLIC_URL || `http://127.0.0.1:${c.PSP_PORT}`,
+  publicUrl: c.PSP_PUBLIC_URL ?? `http://127.0.0.1:${c.PSP_PORT}`,
   logger: log,
 });
 
