@@ -1,5 +1,6 @@
 import Koa from 'koa';
-import type { ApiDeps, ApiState } from './context.js';
+import type { ApiDeps, ApiState, RouteDeps } from './context.js';
+import { redisSearchCache } from './search-cache.js';
 import { requestId } from './middleware/request-id.js';
 import { errors } from './middleware/errors.js';
 import { body } from './middleware/body.js';
@@ -19,7 +20,9 @@ export function createApp(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = [])
   app.use(httpMetrics(deps.metrics));
   app.use(errors);
   app.use(body);
-  for (const router of [healthRoutes(deps), openapiRoutes(), carRoutes(deps), bookingRoutes(deps), paymentRoutes(deps), hotelRoutes(deps)]) {
+  const routeDeps: RouteDeps = { ...deps, searchCache: redisSearchCache(deps.redis, deps.metrics, deps.config.SEARCH_CACHE_TTL_S) };
+  for (const routes of [healthRoutes, openapiRoutes, carRoutes, bookingRoutes, paymentRoutes, hotelRoutes]) {
+    const router = routes(routeDeps);
     app.use(router.routes());
   }
   // Errors are answered by the errors middleware; keep Koa from logging them twice.

@@ -1,24 +1,20 @@
 import type { Redis } from 'ioredis';
 import type { Metrics } from './metrics.js';
+import type { SearchCache } from '../shared/usecases/search.js';
 
-/** Read-through cache for public search; Redis trouble only costs a database read. */
-export async function cachedSearch<T>(
-  redis: Redis,
-  metrics: Metrics,
-  kind: string,
-  key: string,
-  ttlSeconds: number,
-  load: () => Promise<T>,
-): Promise<T> {
-  if (ttlSeconds <= 0) return load();
-  const cacheKey = `search:${kind}:${key}`;
-  const hit = await redis.get(cacheKey).catch(() => null);
-  if (hit !== null) {
-    metrics.searchCache.inc({ kind, result: 'hit' });
-    return JSON.parse(hit) as T;
-  }
-  metrics.searchCache.inc({ kind, result: 'miss' });
-  const value = await load();
-  await redis.set(cacheKey, JSON.stringify(value), 'EX', ttlSeconds).catch(() => {});
-  return value;
+/** The search use cases' cache, in Redis for `ttlSeconds` (0: off). Redis trouble only costs a database read. */
+export function redisSearchCache(redis: Redis, metrics: Metrics, ttlSeconds: number): SearchCache {
+  return async (kind, key, load) => {
+    if (ttlSeconds <= 0) return load();
+    const cacheKey = `search:${kind}:${key}`;
+    const hit = await redis.get(cacheKey).catch(() => null);
+    if (hit !== null) {
+      metrics.searchCache.inc({ kind, result: 'hit' });
+      return JSON.parse(hit);
+    }
+    metrics.searchCache.inc({ kind, result: 'miss' });
+    const value = await load();
+    await redis.set(cacheKey, JSON.stringify(value), 'EX', ttlSeconds).catch(() => {});
+    return value;
+  };
 }

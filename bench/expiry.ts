@@ -16,10 +16,11 @@ import type { Worker } from 'bullmq';
 import pg from 'pg';
 import { parseConfig } from '../shared/config.js';
 import { createDeps } from '../shared/runtime.js';
-import { holdBooking } from '../shared/usecases/bookings.js';
-import { openQueues, startWorker, type WorkerDeps } from '../workers/runner.js';
-import { EXPIRY_QUEUE, expiryWorker, startSweeper } from '../workers/expiry.js';
-import { dispatcherQueues, startDispatcher } from '../workers/dispatcher.js';
+import { holdBooking } from '../shared/usecases/holds.js';
+import { startWorker, type WorkerDeps } from '../workers/runner.js';
+import { expiryWorker } from '../workers/expiry.js';
+import { startDispatcher } from '../workers/dispatcher.js';
+import { openQueues, upsertSchedule } from '../shared/queues/queues.js';
 import {
   cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, sleep, summarize, verdict,
 } from './lib.js';
@@ -43,7 +44,7 @@ async function main() {
     HOLD_TTL_S: String(HOLD_TTL_S), PSP_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'warn',
   });
   const base = await createDeps(config);
-  const queues = openQueues(config, dispatcherQueues);
+  const queues = openQueues(config);
   const deps: WorkerDeps = { ...base, queues };
   const workers: Worker[] = [];
   let dispatcher: { stop(): Promise<void> } | null = null;
@@ -67,7 +68,7 @@ async function main() {
       SELECT 1, 'EXP-' || g, 'Model', 'Hanoi', 500000, 2000000, 'VND', 120 FROM generate_series(1, $1::int) g`, [HOLDS]);
 
     workers.push(startWorker(expiryWorker, deps));
-    await startSweeper(queues[EXPIRY_QUEUE]!);
+    await upsertSchedule(queues, 'expiry-sweep');
     dispatcher = startDispatcher(base.db, config, queues);
     await sleep(500); // let the LISTEN connection and the workers come up
 

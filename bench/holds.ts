@@ -260,8 +260,9 @@ function newHold(): NewCarHold {
 }
 const heldEvent = (id: number, h: NewCarHold) => ({
   type: 'booking.held' as const, key: id, occurredAt: new Date(),
-  data: { bookingId: id, kind: 'car', customerId: h.customerId, carId: h.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString(), depositAmount: DEPOSIT, currency: 'VND' },
+  data: { bookingId: id, kind: 'car' as const, customerId: h.customerId, carId: h.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString(), depositAmount: DEPOSIT, currency: 'VND' },
 });
+const writeHeld = (db: CommonQueryMethods, e: ReturnType<typeof heldEvent>) => writeEvent(db, e.type, e.occurredAt, e.data);
 
 type OneHold = () => Promise<void>;
 
@@ -299,7 +300,7 @@ function slonikHold(db: DatabasePool): OneHold {
     const h = newHold();
     await db.transaction(async (tx) => {
       const hold = await insertCarHold(tx, h);
-      await writeEvent(tx, heldEvent(hold!.id, h));
+      await writeHeld(tx, heldEvent(hold!.id, h));
     });
   };
 }
@@ -314,7 +315,7 @@ async function pgHold(pool: pg.Pool): Promise<OneHold> {
   const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(),
     h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString(), h.carId];
   const ev = heldEvent(42, sample);
-  const out = await capture((db) => writeEvent(db, ev));
+  const out = await capture((db) => writeHeld(db, ev));
   const outValues = (eventId: string, e: ReturnType<typeof heldEvent>) =>
     [eventId, e.type, String(e.key), JSON.stringify({ eventId, type: e.type, occurredAt: e.occurredAt.toISOString(), ...e.data })];
   if (JSON.stringify(ins.values) !== JSON.stringify(insValues(sample))) throw new Error('insertCarHold values changed; update bench/holds.ts');

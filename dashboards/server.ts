@@ -1,13 +1,12 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import Koa from 'koa';
-import { Queue } from 'bullmq';
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { KoaAdapter } from '@bull-board/koa';
-import { parseConfig } from '../shared/config.js';
-import { onShutdown, queueConnection } from '../shared/runtime.js';
+import { parseConfig, type Config } from '../shared/config.js';
+import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
-import { QUEUE_NAMES } from '../api/ops-gauges.js';
+import { closeQueues, openQueues } from '../shared/queues/queues.js';
 import { sameOriginActions } from './same-origin.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -25,25 +24,26 @@ export function basicAuth(user: string, password: string): Koa.Middleware {
   };
 }
 
-export async function createDashboard(config: ReturnType<typeof parseConfig>) {
-  const queues = QUEUE_NAMES.map((name) => new Queue(name, { connection: queueConnection(config.REDIS_URL), prefix: config.QUEUE_PREFIX }));
+export async function createDashboard(config: Config) {
+  const queues = openQueues(config);
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath('/admin/queues');
-  createBullBoard({ queues: queues.map((q) => new BullMQAdapter(q)), serverAdapter });
+  createBullBoard({ queues: Object.values(queues).map((q) => new BullMQAdapter(q)), serverAdapter });
   const app = new Koa();
   app.use(basicAuth(config.DASHBOARD_USER, config.DASHBOARD_PASSWORD));
   app.use(sameOriginActions());
   await app.use(serverAdapter.registerPlugin());
-  return { app, close: () => Promise.all(queues.map((q) => q.close())) };
+  return { app, close: () => closeQueues(queues) };
 }
 
-const isEntry = process.argv[1] !== undefined && import.meta.url === (await import('node:url')).pathToFileURL(process.argv[1]).href;
-if (isEntry) {
-  const config = parseConfig();
-  const { app, close } = await createDashboard(config);
-  const server = app.listen(config.DASHBOARD_PORT, () => logger.info({ port: config.DASHBOARD_PORT }, 'dashboard listening'));
-  onShutdown(async () => {
-    await new Promise<void>((r) => server.close(() => r()));
-    await close();
+if (isEntry(import.meta.url)) {
+  await runProcess('dashboard', async () => {
+    const config = parseConfig();
+    const { app, close } = await createDashboard(config);
+    const server = app.listen(config.DASHBOARD_PORT, () => logger.info({ port: config.DASHBOARD_PORT }, 'dashboard listening'));
+    return async () => {
+      await new Promise<void>((r) => server.close(() => r()));
+      await close();
+    };
   });
 }

@@ -44,7 +44,9 @@ export type Config = Omit<z.infer<typeof schema>, SecretName> & Record<SecretNam
 
 const SECRETS = new Set(['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
 
 /**
  * Outside development and test (production, staging, ...) every secret must be set, the signing ones

@@ -1,15 +1,14 @@
-import type { Queue } from 'bullmq';
 import type { DatabasePool } from '../shared/db/pool.js';
 import { claimUndispatched, markDispatched, type OutboxRow } from '../shared/db/outbox.js';
-import { NOTIFIED_EVENTS, NOTIFY_CHANNELS, type EventType } from '../shared/events/topics.js';
+import { NOTIFY_CHANNELS, isNotified } from '../shared/events/topics.js';
+import { parseEvent, type PublishedEvent } from '../shared/events/payloads.js';
 import { parseConfig, type Config } from '../shared/config.js';
 import { createDb } from '../shared/db/pool.js';
-import { onShutdown, requestRedis } from '../shared/runtime.js';
+import { requestRedis } from '../shared/runtime.js';
+import { isEntry, runProcess } from '../shared/process.js';
+import { withTimeout } from '../shared/async.js';
 import { logger } from '../shared/logger.js';
-import { EXPIRY_QUEUE, expiryWorker, scheduleExpiry } from './expiry.js';
-import { REFUNDS_QUEUE, refundJobId, refundsWorker } from './refunds.js';
-import { NOTIFICATIONS_QUEUE, notificationJobId, notificationsWorker } from './notifications.js';
-import { isEntry, openQueues, type Queues } from './runner.js';
+import { closeQueues, enqueueNotification, enqueueRefund, openQueues, scheduleExpiry, type Queues } from '../shared/queues/queues.js';
 import { drainOnNotify } from './wake.js';
 
 const BATCH = 500;
@@ -18,27 +17,28 @@ const BATCH = 500;
 const REDIS_CHECK_MS = 2_000;
 const ENQUEUE_TIMEOUT_MS = 5_000;
 
-function within<T>(ms: number, what: string, p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} took over ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+/** The stored event, parsed; null (logged, no jobs) when it does not match its type's schema. */
+function eventOf(row: OutboxRow): PublishedEvent | null {
+  try {
+    return parseEvent(row.topic, row.payload);
+  } catch (err) {
+    // Never block the outbox on one bad row. Expiry and refunds have database sweeps behind their jobs;
+    // the event still reaches Kafka through the relay.
+    logger.error({ err: String(err), eventId: row.eventId, topic: row.topic }, 'outbox event does not match its schema; no jobs');
+    return null;
+  }
 }
 
 /** The jobs an event asks for. Job ids are derived from the event, so dispatching twice adds nothing. */
 async function enqueue(queues: Queues, row: OutboxRow): Promise<void> {
-  const type = row.topic as EventType;
-  const p = row.payload as { bookingId?: number; holdExpiresAt?: string; refundId?: number };
+  const e = eventOf(row);
+  if (!e) return;
   const adds: Promise<unknown>[] = [];
-  if (type === 'booking.held') adds.push(scheduleExpiry(queues[EXPIRY_QUEUE]!, p.bookingId!, new Date(p.holdExpiresAt!)));
-  if (type === 'refund.requested') adds.push(queues[REFUNDS_QUEUE]!.add('refund', { refundId: p.refundId! }, { jobId: refundJobId(p.refundId!, row.eventId) }));
-  if (NOTIFIED_EVENTS.includes(type)) {
+  if (e.type === 'booking.held') adds.push(scheduleExpiry(queues, e.bookingId, new Date(e.holdExpiresAt)));
+  if (e.type === 'refund.requested') adds.push(enqueueRefund(queues, e.refundId, e.eventId));
+  if (isNotified(e.type) && e.bookingId !== null) {
     for (const channel of NOTIFY_CHANNELS) {
-      adds.push((queues[NOTIFICATIONS_QUEUE] as Queue).add(
-        'notify', { eventId: row.eventId, eventType: type, bookingId: p.bookingId!, channel },
-        { jobId: notificationJobId(row.eventId, channel) },
-      ));
+      adds.push(enqueueNotification(queues, { eventId: e.eventId, eventType: e.type, bookingId: e.bookingId, channel }));
     }
   }
   await Promise.all(adds);
@@ -49,17 +49,15 @@ async function enqueue(queues: Queues, row: OutboxRow): Promise<void> {
  * the batch, which the deterministic job ids make harmless. Returns true when more may be waiting.
  */
 export async function dispatchBatch(db: DatabasePool, queues: Queues, redisAlive?: () => Promise<unknown>): Promise<boolean> {
-  if (redisAlive) await within(REDIS_CHECK_MS, 'redis ping', redisAlive());
+  if (redisAlive) await withTimeout(redisAlive(), REDIS_CHECK_MS, 'redis ping');
   return db.transaction(async (tx) => {
     const rows = await claimUndispatched(tx, BATCH);
     if (rows.length === 0) return false;
-    await within(ENQUEUE_TIMEOUT_MS, 'enqueue', Promise.all(rows.map((r) => enqueue(queues, r))));
+    await withTimeout(Promise.all(rows.map((r) => enqueue(queues, r))), ENQUEUE_TIMEOUT_MS, 'enqueue');
     await markDispatched(tx, rows.map((r) => r.id));
     return rows.length === BATCH;
   });
 }
-
-export const dispatcherQueues = [expiryWorker, refundsWorker, notificationsWorker({ send: async () => {} })];
 
 export function startDispatcher(db: DatabasePool, config: Config, queues: Queues) {
   // A fail-fast connection (no offline queue) tells "Redis is down" at once, before any row is locked.
@@ -76,14 +74,15 @@ export function startDispatcher(db: DatabasePool, config: Config, queues: Queues
 }
 
 if (isEntry(import.meta.url)) {
-  const config = parseConfig();
-  const db = await createDb(config.DATABASE_URL, { maximumPoolSize: 4 });
-  const queues = openQueues(config, dispatcherQueues);
-  const dispatcher = startDispatcher(db, config, queues);
-  logger.info('dispatcher started');
-  onShutdown(async () => {
-    await dispatcher.stop();
-    await Promise.all(Object.values(queues).map((q) => q.close()));
-    await db.end();
+  await runProcess('dispatcher', async () => {
+    const config = parseConfig();
+    const db = await createDb(config.DATABASE_URL, { maximumPoolSize: 4 });
+    const queues = openQueues(config);
+    const dispatcher = startDispatcher(db, config, queues);
+    return async () => {
+      await dispatcher.stop();
+      await closeQueues(queues);
+      await db.end();
+    };
   });
 }

@@ -1,12 +1,11 @@
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { DatabasePool } from '../shared/db/pool.js';
 import { claimUnpublished, lockShard, markPublished, SHARDS } from '../shared/db/outbox.js';
-import { EVENT_TYPES, topicName, type EventType } from '../shared/events/topics.js';
+import { EVENT_TYPES, topicName } from '../shared/events/topics.js';
 import { parseConfig } from '../shared/config.js';
 import { createDb } from '../shared/db/pool.js';
-import { onShutdown } from '../shared/runtime.js';
+import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
-import { isEntry } from './runner.js';
 import { drainOnNotify } from './wake.js';
 
 const BATCH = 1000;
@@ -38,7 +37,7 @@ async function publishShard(db: DatabasePool, producer: Producer, prefix: string
     if (rows.length === 0) return 0;
     const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
     for (const r of rows) {
-      const topic = topicName(prefix, r.topic as EventType);
+      const topic = topicName(prefix, r.topic);
       if (!byTopic.has(topic)) byTopic.set(topic, []);
       byTopic.get(topic)!.push({ key: r.key, value: JSON.stringify(r.payload), headers: { 'event-id': r.eventId, 'event-type': r.topic } });
     }
@@ -91,22 +90,23 @@ export async function startRelay(db: DatabasePool, databaseUrl: string, brokers:
 }
 
 if (isEntry(import.meta.url)) {
-  const config = parseConfig();
-  const db = await createDb(config.DATABASE_URL, { maximumPoolSize: SHARDS + 2 });
-  if (config.kafkaBrokers.length === 0) {
-    // Idle, not exit: a supervisor would restart an exiting relay every second.
-    logger.warn('KAFKA_BROKERS is unset or "none": events wait in the outbox until a relay with brokers runs');
-    const idle = setInterval(() => {}, 3_600_000);
-    onShutdown(async () => {
-      clearInterval(idle);
-      await db.end();
-    });
-  } else {
+  await runProcess('relay', async () => {
+    const config = parseConfig();
+    const db = await createDb(config.DATABASE_URL, { maximumPoolSize: SHARDS + 2 });
+    if (config.kafkaBrokers.length === 0) {
+      logger.warn('KAFKA_BROKERS is unset or "none": events wait in the outbox until a relay with brokers runs');
+      // Nothing to do, but stay up: the supervisor restarts a process that exits.
+      const idle = setInterval(() => {}, 60_000);
+      return async () => {
+        clearInterval(idle);
+        await db.end();
+      };
+    }
     const relay = await startRelay(db, config.DATABASE_URL, config.kafkaBrokers, config.KAFKA_TOPIC_PREFIX);
-    logger.info({ brokers: config.kafkaBrokers }, 'relay started');
-    onShutdown(async () => {
+    logger.info({ brokers: config.kafkaBrokers }, 'relay publishing');
+    return async () => {
       await relay.stop();
       await db.end();
-    });
-  }
+    };
+  });
 }

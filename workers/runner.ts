@@ -1,65 +1,54 @@
-import { pathToFileURL } from 'node:url';
-import { Queue, Worker, type Job, type JobsOptions, type WorkerOptions } from 'bullmq';
-import type { z, ZodTypeAny } from 'zod';
-import { parseConfig, type Config } from '../shared/config.js';
-import { createDeps, onShutdown, queueConnection } from '../shared/runtime.js';
+import { Worker, type Job } from 'bullmq';
+import { parseConfig } from '../shared/config.js';
+import { createDeps } from '../shared/runtime.js';
+import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import type { Deps } from '../shared/usecases/deps.js';
-
-/** What every queue worker file exports: its queue, the shape of its jobs and what it does with one. */
-export interface WorkerDefinition<S extends ZodTypeAny> {
-  queue: string;
-  payload: S;
-  concurrency: number;
-  defaultJobOptions: JobsOptions;
-  settings?: WorkerOptions['settings'];
-  processor: (deps: WorkerDeps, data: z.infer<S>, job: Job) => Promise<unknown>;
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export type AnyWorkerDefinition = WorkerDefinition<any>;
+import { QUEUES, type JobData, type QueueName } from '../shared/queues/registry.js';
+import { closeQueues, openQueues, queueConnection, schedulesOf, upsertSchedule, type Queues } from '../shared/queues/queues.js';
 
 export interface WorkerDeps extends Deps {
   queues: Queues;
 }
 
-/** Producers for every queue, sharing one connection per process. */
-export type Queues = Record<string, Queue>;
-
-export function openQueues(config: Config, definitions: readonly AnyWorkerDefinition[]): Queues {
-  const connection = queueConnection(config.REDIS_URL);
-  return Object.fromEntries(
-    definitions.map((d) => [d.queue, new Queue(d.queue, { connection, prefix: config.QUEUE_PREFIX, defaultJobOptions: d.defaultJobOptions })]),
-  );
+/** What a queue worker file exports: which registered queue it works and what it does with one job. */
+export interface WorkerDefinition<Q extends QueueName = QueueName> {
+  queue: Q;
+  concurrency: number;
+  processor: (deps: WorkerDeps, data: JobData<Q>, job: Job) => Promise<unknown>;
 }
 
-export function startWorker<S extends ZodTypeAny>(def: WorkerDefinition<S>, deps: WorkerDeps): Worker {
+/**
+ * Works one queue: every job's payload is parsed with the queue's schema before the processor sees it.
+ * The one place every job of every queue passes through (for logs now, metrics later).
+ */
+export function startWorker<Q extends QueueName>(def: WorkerDefinition<Q>, deps: WorkerDeps): Worker {
+  const spec = QUEUES[def.queue];
+  const backoffMs = 'backoffMs' in spec ? spec.backoffMs : undefined;
   const worker = new Worker(
     def.queue,
-    async (job) => def.processor(deps, def.payload.parse(job.data), job),
-    { connection: queueConnection(deps.config.REDIS_URL), prefix: deps.config.QUEUE_PREFIX, concurrency: def.concurrency, settings: def.settings },
+    async (job) => def.processor(deps, spec.payload.parse(job.data) as JobData<Q>, job),
+    {
+      connection: queueConnection(deps.config.REDIS_URL), prefix: deps.config.QUEUE_PREFIX, concurrency: def.concurrency,
+      settings: backoffMs ? { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade) } : undefined,
+    },
   );
   worker.on('failed', (job, err) => logger.warn({ queue: def.queue, jobId: job?.id, attempts: job?.attemptsMade, err: err.message }, 'job failed'));
   worker.on('error', (err) => logger.error({ queue: def.queue, err: err.message }, 'worker error'));
   return worker;
 }
 
-export const isEntry = (url: string) => process.argv[1] !== undefined && url === pathToFileURL(process.argv[1]).href;
-
-/** Entry point of a worker process: finishes active jobs on SIGTERM, then exits. */
-export async function runWorkerProcess(
-  def: AnyWorkerDefinition,
-  all: readonly AnyWorkerDefinition[],
-  onStart?: (deps: WorkerDeps) => Promise<void>,
-): Promise<void> {
-  const config = parseConfig();
-  const deps: WorkerDeps = { ...(await createDeps(config)), queues: openQueues(config, all) };
-  const worker = startWorker(def, deps);
-  await onStart?.(deps);
-  logger.info({ queue: def.queue }, 'worker started');
-  onShutdown(async () => {
-    await worker.close();
-    await Promise.all(Object.values(deps.queues).map((q) => q.close()));
-    await deps.db.end();
-  }, (m) => logger.info({ queue: def.queue }, m));
+/** Entry point of a queue worker process: works the queue, upserts its schedules, finishes active jobs on SIGTERM. */
+export async function runWorkerProcess<Q extends QueueName>(def: WorkerDefinition<Q>): Promise<void> {
+  await runProcess(`worker:${def.queue}`, async () => {
+    const config = parseConfig();
+    const deps: WorkerDeps = { ...(await createDeps(config)), queues: openQueues(config) };
+    const worker = startWorker(def, deps);
+    for (const id of schedulesOf(def.queue)) await upsertSchedule(deps.queues, id);
+    return async () => {
+      await worker.close();
+      await closeQueues(deps.queues);
+      await deps.db.end();
+    };
+  });
 }

@@ -4,10 +4,11 @@ import { jwtVerify } from 'jose';
 import { z } from 'zod';
 import { DomainError, forbidden } from '../../shared/domain/errors.js';
 import type { Actor, Role } from '../../shared/domain/actor.js';
+import { parseIdText } from '../../shared/domain/ids.js';
 import type { ApiState } from '../context.js';
 
 const claims = z.object({
-  sub: z.string().regex(/^[1-9]\d{0,15}$/).refine((s) => Number.isSafeInteger(Number(s))),
+  sub: z.string().refine((s) => parseIdText(s) !== null),
   role: z.enum(['customer', 'host', 'operator']),
 });
 

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { SlonikError, ConnectionError } from 'slonik';
+import { BackendTerminatedError, BackendTerminatedUnexpectedlyError, ConnectionError } from 'slonik';
 import { DomainError, type ErrorCode } from '../../shared/domain/errors.js';
 import { logger } from '../../shared/logger.js';
 import type { ApiState } from '../context.js';
@@ -24,6 +24,7 @@ const statusOf: Record<ErrorCode, number> = {
 
 /** The one VALIDATION failure with its own status: 413. */
 export class BodyTooLargeError extends DomainError {
+  override name = 'BodyTooLargeError';
   constructor() {
     super('VALIDATION', 'request body is over 1 MiB', { field: 'body' });
   }
@@ -35,9 +36,11 @@ export function errorBody(e: DomainError) {
   return { error: { code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) } };
 }
 
+/** The database (or another dependency) could not be reached or dropped the connection: 503, not 500. */
 const isUnavailable = (e: unknown) =>
   e instanceof ConnectionError ||
-  (e instanceof SlonikError && /ECONNREFUSED|terminat|connection/i.test(String(e.message))) ||
+  e instanceof BackendTerminatedError ||
+  e instanceof BackendTerminatedUnexpectedlyError ||
   (e as { code?: string })?.code === 'ECONNREFUSED';
 
 /** The one place that turns errors into the contract's error shape and status. */

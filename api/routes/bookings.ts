@@ -1,54 +1,39 @@
 import Router from '@koa/router';
-import { z } from 'zod';
 import type { ApiDeps, ApiState } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
-import { idempotent } from '../middleware/idempotency.js';
-import { HoldRateLimiter } from '../middleware/rate-limit.js';
-import { id, instant, isoDate, parse, pathId } from '../validation.js';
-import { advanceTrip, cancelBooking, checkHoldInput, getBooking, holdBooking, type HoldInput } from '../../shared/usecases/bookings.js';
+import { HoldRateLimiter } from '../hold-rate-limiter.js';
+import { parse, pathId } from '../validation.js';
+import { cancelBody, carHoldBody, holdBodyObject, idempotencyKeyHeader, stayHoldBody } from '../schemas/bookings.js';
+import { advanceTrip, cancelBooking, getBooking } from '../../shared/usecases/bookings.js';
+import { placeHold, type HoldDeps, type HoldInput } from '../../shared/usecases/holds.js';
+import { refusalError } from '../../shared/usecases/idempotency.js';
 import { startPayment } from '../../shared/usecases/payments.js';
-import { DomainError } from '../../shared/domain/errors.js';
-
-const carHold = z.object({ carId: id, from: instant, to: instant });
-const stayHold = z.object({ roomTypeId: id, checkIn: isoDate, checkOut: isoDate, rooms: z.number().int().min(1).max(100).default(1) });
-const bodyObject = z.record(z.unknown(), { invalid_type_error: 'a JSON object is required', required_error: 'a JSON object is required' });
-const idempotencyKey = z.string().min(1).max(255).optional();
-const cancel = z.object({ reason: z.string().max(500).optional() }).optional();
 
 function holdInput(body: unknown): HoldInput {
-  const obj = parse(bodyObject, body, 'body');
-  if ('roomTypeId' in obj) return { kind: 'stay', ...parse(stayHold, obj, 'body') };
-  return { kind: 'car', ...parse(carHold, obj, 'body') };
+  const obj = parse(holdBodyObject, body, 'body');
+  if ('roomTypeId' in obj) return { kind: 'stay', ...parse(stayHoldBody, obj, 'body') };
+  return { kind: 'car', ...parse(carHoldBody, obj, 'body') };
 }
 
 export function bookingRoutes(deps: ApiDeps) {
   const router = new Router<ApiState>();
-  const limiter = new HoldRateLimiter(deps.redis, deps.config.HOLD_RATE_LIMIT, deps.config.HOLD_RATE_WINDOW_S, () =>
-    deps.metrics.rateLimiterFailOpen.inc());
+  const holdDeps: HoldDeps = {
+    ...deps,
+    holdLimiter: new HoldRateLimiter(deps.redis, deps.config.HOLD_RATE_LIMIT, deps.config.HOLD_RATE_WINDOW_S, () =>
+      deps.metrics.rateLimiterFailOpen.inc()),
+    onHoldAttempt: (kind, outcome) => deps.metrics.bookings.inc({ kind, outcome }),
+  };
   const auth = authenticate(deps.config.JWT_SECRET);
 
   router.post('/bookings', authenticate(deps.config.JWT_SECRET, ['customer']), async (ctx) => {
-    const actor = actorOf(ctx.state);
     const input = holdInput(jsonBody(ctx.state));
-    const key = parse(idempotencyKey, ctx.get('idempotency-key') || undefined, 'header');
-    // All validation, the clock-dependent part included, comes before the limiter.
-    checkHoldInput(input, deps.clock.now());
-    const answer = await idempotent(deps.db, actor.id, key, jsonBody(ctx.state), async () => {
-      const slot = await limiter.acquire(actor.id);
-      try {
-        const body = await holdBooking(deps, actor, input, { idempotencyKey: key });
-        deps.metrics.bookings.inc({ kind: input.kind, outcome: 'held' });
-        return { status: 201, body };
-      } catch (e) {
-        await slot.release();
-        deps.metrics.bookings.inc({ kind: input.kind, outcome: e instanceof DomainError ? e.code.toLowerCase() : 'error' });
-        throw e;
-      }
-    });
-    if (answer.replayed) ctx.set('Idempotent-Replayed', 'true');
-    ctx.status = answer.status;
-    ctx.body = answer.body;
+    const idempotencyKey = parse(idempotencyKeyHeader, ctx.get('idempotency-key') || undefined, 'header');
+    const { outcome, replayed } = await placeHold(holdDeps, actorOf(ctx.state), input, { idempotencyKey, body: jsonBody(ctx.state) });
+    if (replayed) ctx.set('Idempotent-Replayed', 'true');
+    if (!outcome.ok) throw refusalError(outcome.error); // the first answer's code, message and details
+    ctx.status = 201;
+    ctx.body = outcome.value;
   });
 
   router.get('/bookings/:id', auth, async (ctx) => {
@@ -62,7 +47,7 @@ export function bookingRoutes(deps: ApiDeps) {
   });
 
   router.post('/bookings/:id/cancel', auth, async (ctx) => {
-    const body = parse(cancel, jsonBody(ctx.state), 'body');
+    const body = parse(cancelBody, jsonBody(ctx.state), 'body');
     ctx.body = await cancelBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), body?.reason ?? null);
   });
 

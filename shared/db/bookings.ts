@@ -1,31 +1,34 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
 import { BOOKING_STATUSES, type BookingStatus } from '../domain/booking-status.js';
+import type { Booking } from '../domain/booking.js';
 
-export const bookingRow = z.object({
+const instant = z.string().transform((s) => new Date(s));
+const common = {
   id: z.number(),
-  kind: z.enum(['car', 'stay']),
   status: z.enum(BOOKING_STATUSES),
   version: z.number(),
   customerId: z.number(),
-  carId: z.number().nullable(),
-  hostId: z.number().nullable(),
-  from: z.string().nullable(),
-  to: z.string().nullable(),
-  roomTypeId: z.number().nullable(),
-  checkIn: z.string().nullable(),
-  checkOut: z.string().nullable(),
-  rooms: z.number().nullable(),
   depositAmount: z.number(),
   currency: z.string(),
-  holdExpiresAt: z.string().nullable(),
-  nextExpiryCheckAt: z.string().nullable(),
-  payRequestedAt: z.string().nullable(),
+  holdExpiresAt: instant.nullable(),
+  nextExpiryCheckAt: instant.nullable(),
+  payRequestedAt: instant.nullable(),
   paymentIntentId: z.string().nullable(),
-  hotelTimezone: z.string().nullable(),
-  hotelCheckInTime: z.string().nullable(),
+};
+// The table's CHECKs guarantee each kind's columns; the other kind's (null) columns are dropped.
+const carRow = z.object({ kind: z.literal('car'), ...common, carId: z.number(), hostId: z.number(), from: instant, to: instant });
+const stayRow = z.object({
+  kind: z.literal('stay'), ...common, roomTypeId: z.number(), checkIn: z.string(), checkOut: z.string(), rooms: z.number(),
+  hotelTimezone: z.string(), hotelCheckInTime: z.string(),
 });
-export type BookingRow = z.infer<typeof bookingRow>;
+
+/** A booking row as read (car, room type and hotel joined), parsed into the domain's Booking. */
+export const bookingRow = z.discriminatedUnion('kind', [carRow, stayRow]).transform((r): Booking => {
+  if (r.kind === 'car') return r;
+  const { hotelTimezone, hotelCheckInTime, ...stay } = r;
+  return { ...stay, hotel: { timezone: hotelTimezone, checkInTime: hotelCheckInTime } };
+});
 
 const select = sql.fragment`
   SELECT b.id, b.kind, b.status, b.version, b.customer_id AS "customerId", b.car_id AS "carId", c.host_id AS "hostId",
@@ -39,7 +42,7 @@ const select = sql.fragment`
   LEFT JOIN room_type rt ON rt.id = b.room_type_id
   LEFT JOIN hotel h ON h.id = rt.hotel_id`;
 
-export async function findBooking(db: CommonQueryMethods, id: number, opts: { forUpdate?: boolean } = {}) {
+export async function findBooking(db: CommonQueryMethods, id: number, opts: { forUpdate?: boolean } = {}): Promise<Booking | null> {
   return db.maybeOne(sql.type(bookingRow)`
     ${select} WHERE b.id = ${id} ${opts.forUpdate ? sql.fragment`FOR UPDATE OF b` : sql.fragment``}`);
 }
@@ -98,7 +101,7 @@ export async function transition(
   to: BookingStatus,
 ): Promise<boolean> {
   const holdFields = to === 'HOLD' ? sql.fragment`` : sql.fragment`, hold_expires_at = NULL, next_expiry_check_at = NULL`;
-  const r = await db.query(sql.unsafe`
+  const r = await db.query(sql.typeAlias('void')`
     UPDATE booking SET status = ${to}, version = version + 1, updated_at = now() ${holdFields}
     WHERE id = ${b.id} AND version = ${b.version}`);
   return r.rowCount === 1;
@@ -106,30 +109,30 @@ export async function transition(
 
 /** Notes that a payment may be in flight; false when the booking is no longer a HOLD. */
 export async function markPayRequested(db: CommonQueryMethods, id: number, at: Date): Promise<boolean> {
-  const r = await db.query(sql.unsafe`
+  const r = await db.query(sql.typeAlias('void')`
     UPDATE booking SET pay_requested_at = coalesce(pay_requested_at, ${at.toISOString()}::timestamptz)
     WHERE id = ${id} AND status = 'HOLD'`);
   return r.rowCount === 1;
 }
 
 export async function savePaymentIntent(db: CommonQueryMethods, id: number, intentId: string): Promise<void> {
-  await db.query(sql.unsafe`UPDATE booking SET payment_intent_id = ${intentId} WHERE id = ${id} AND payment_intent_id IS NULL`);
+  await db.query(sql.typeAlias('void')`UPDATE booking SET payment_intent_id = ${intentId} WHERE id = ${id} AND payment_intent_id IS NULL`);
 }
 
 /** Pushes the next expiry check of a HOLD (payment may be in flight). */
 export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: Date): Promise<void> {
-  await db.query(sql.unsafe`
+  await db.query(sql.typeAlias('void')`
     UPDATE booking SET next_expiry_check_at = ${at.toISOString()}::timestamptz WHERE id = ${id} AND status = 'HOLD'`);
 }
 
 export async function dueHolds(db: CommonQueryMethods, now: Date, limit: number) {
-  return db.any(sql.type(z.object({ id: z.number(), nextExpiryCheckAt: z.string() }))`
+  return db.any(sql.type(z.object({ id: z.number(), nextExpiryCheckAt: instant }))`
     SELECT id, next_expiry_check_at AS "nextExpiryCheckAt" FROM booking
     WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
     ORDER BY next_expiry_check_at LIMIT ${limit}`);
 }
 
-export const bookingView = z.object({
+const bookingMoney = z.object({
   paymentAmount: z.number().nullable(),
   refundAmount: z.number().nullable(),
   refundStatus: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']).nullable(),
@@ -137,7 +140,7 @@ export const bookingView = z.object({
 
 /** The payment that confirmed the booking (else the latest success) and the latest refund. */
 export async function moneyOf(db: CommonQueryMethods, bookingId: number) {
-  return db.one(sql.type(bookingView)`
+  return db.one(sql.type(bookingMoney)`
     SELECT p.amount AS "paymentAmount", r.amount AS "refundAmount", r.status AS "refundStatus"
     FROM (SELECT 1) one
     LEFT JOIN LATERAL (SELECT amount FROM payment WHERE booking_id = ${bookingId}

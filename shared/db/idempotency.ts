@@ -8,10 +8,12 @@ const row = z.object({
   responseBody: z.unknown(),
   stale: z.boolean(),
 });
+const returned = z.object({ done: z.literal(true) });
 
 export type ClaimResult =
   | { kind: 'claimed' }
-  | { kind: 'replay'; status: number; body: unknown; requestHash: string }
+  /** `outcome` as completeKey stored it; `legacyStatus` is set on rows that stored an HTTP answer instead. */
+  | { kind: 'replay'; outcome: unknown; legacyStatus: number | null; requestHash: string }
   | { kind: 'in_progress'; requestHash: string };
 
 /**
@@ -26,10 +28,10 @@ export async function claimKey(
   requestHash: string,
   leaseSeconds: number,
 ): Promise<ClaimResult> {
-  const inserted = await db.maybeOne(sql.unsafe`
+  const inserted = await db.maybeOne(sql.type(returned)`
     INSERT INTO idempotency_key (customer_id, key, request_hash, state, locked_until)
     VALUES (${customerId}, ${key}, ${requestHash}, 'IN_PROGRESS', now() + make_interval(secs => ${leaseSeconds}))
-    ON CONFLICT DO NOTHING RETURNING 1`);
+    ON CONFLICT DO NOTHING RETURNING true AS done`);
   if (inserted) return { kind: 'claimed' };
   const existing = await db.maybeOne(sql.type(row)`
     SELECT request_hash AS "requestHash", state, response_status AS "responseStatus", response_body AS "responseBody",
@@ -37,41 +39,34 @@ export async function claimKey(
     FROM idempotency_key WHERE customer_id = ${customerId} AND key = ${key}`);
   if (!existing) return claimKey(db, customerId, key, requestHash, leaseSeconds);
   if (existing.state === 'DONE') {
-    return { kind: 'replay', status: existing.responseStatus ?? 200, body: existing.responseBody, requestHash: existing.requestHash };
+    return { kind: 'replay', outcome: existing.responseBody, legacyStatus: existing.responseStatus, requestHash: existing.requestHash };
   }
   if (existing.stale && existing.requestHash === requestHash) {
-    const taken = await db.maybeOne(sql.unsafe`
+    const taken = await db.maybeOne(sql.type(returned)`
       UPDATE idempotency_key SET locked_until = now() + make_interval(secs => ${leaseSeconds})
       WHERE customer_id = ${customerId} AND key = ${key} AND state = 'IN_PROGRESS' AND locked_until < now()
-      RETURNING 1`);
+      RETURNING true AS done`);
     if (taken) return { kind: 'claimed' };
   }
   return { kind: 'in_progress', requestHash: existing.requestHash };
 }
 
-/** Records the answer; false when another request already completed the key (a lease taken over). */
-export async function completeKey(
-  db: CommonQueryMethods,
-  customerId: number,
-  key: string,
-  status: number,
-  body: unknown,
-): Promise<boolean> {
-  const r = await db.query(sql.unsafe`
-    UPDATE idempotency_key SET state = 'DONE', response_status = ${status}, response_body = ${sql.jsonb(body as never)},
+/** Records the request's outcome; false when another request already completed the key (a lease taken over). */
+export async function completeKey(db: CommonQueryMethods, customerId: number, key: string, outcome: unknown): Promise<boolean> {
+  const r = await db.query(sql.typeAlias('void')`
+    UPDATE idempotency_key SET state = 'DONE', response_status = NULL, response_body = ${sql.jsonb(outcome as never)},
       locked_until = NULL
     WHERE customer_id = ${customerId} AND key = ${key} AND state = 'IN_PROGRESS'`);
   return r.rowCount === 1;
 }
 
 export async function releaseKey(db: CommonQueryMethods, customerId: number, key: string): Promise<void> {
-  await db.query(sql.unsafe`
+  await db.query(sql.typeAlias('void')`
     DELETE FROM idempotency_key WHERE customer_id = ${customerId} AND key = ${key} AND state = 'IN_PROGRESS'`);
 }
 
-/** Keys are kept at least 24 h (the contract); older ones are purged by the sweeper. */
 export async function purgeKeys(db: CommonQueryMethods, olderThanHours: number): Promise<number> {
-  const r = await db.query(sql.unsafe`
+  const r = await db.query(sql.typeAlias('void')`
     DELETE FROM idempotency_key WHERE created_at < now() - make_interval(hours => ${olderThanHours})`);
   return r.rowCount;
 }

@@ -17,9 +17,9 @@ export async function attributeChanges(
   db: CommonQueryMethods,
   a: { actor: string; reason: string; bookingId: number | null },
 ): Promise<void> {
-  await db.query(sql.unsafe`
-    SELECT set_config('booking.actor', ${a.actor}, true), set_config('booking.reason', ${a.reason}, true),
-           set_config('booking.booking_id', ${a.bookingId === null ? '' : String(a.bookingId)}, true)`);
+  await db.query(sql.type(z.object({ actor: z.string(), reason: z.string(), bookingId: z.string() }))`
+    SELECT set_config('booking.actor', ${a.actor}, true) AS actor, set_config('booking.reason', ${a.reason}, true) AS reason,
+           set_config('booking.booking_id', ${a.bookingId === null ? '' : String(a.bookingId)}, true) AS "bookingId"`);
 }
 
 export async function listNights(db: CommonQueryMethods, roomTypeId: number, from: string, to: string) {
@@ -46,7 +46,7 @@ export async function lockNights(db: CommonQueryMethods, roomTypeId: number, fro
  * and nights' foreign-key checks (KEY SHARE) unblocked.
  */
 export async function lockRoomTypeInventory(db: CommonQueryMethods, roomTypeId: number): Promise<void> {
-  await db.query(sql.unsafe`SELECT 1 FROM room_type WHERE id = ${roomTypeId} FOR NO KEY UPDATE`);
+  await db.query(sql.type(z.object({ locked: z.boolean() }))`SELECT true AS locked FROM room_type WHERE id = ${roomTypeId} FOR NO KEY UPDATE`);
 }
 
 type Column = 'held' | 'confirmed';
@@ -60,7 +60,7 @@ export async function moveRooms(
   const confirmed = q.give === 'confirmed' ? q.rooms : 0;
   const minusHeld = q.take === 'held' ? q.rooms : 0;
   const minusConfirmed = q.take === 'confirmed' ? q.rooms : 0;
-  const r = await db.query(sql.unsafe`
+  const r = await db.query(sql.typeAlias('void')`
     UPDATE room_night SET held = held + ${held - minusHeld}, confirmed = confirmed + ${confirmed - minusConfirmed}
     WHERE room_type_id = ${q.roomTypeId} AND night >= ${q.from}::date AND night < ${q.to}::date`);
   return r.rowCount;
@@ -68,7 +68,7 @@ export async function moveRooms(
 
 /** Sets sellable on every night of [from, to), creating missing nights; the CHECK refuses dropping below held + confirmed. */
 export async function setSellable(db: CommonQueryMethods, roomTypeId: number, from: string, to: string, sellable: number) {
-  await db.query(sql.unsafe`
+  await db.query(sql.typeAlias('void')`
     INSERT INTO room_night (room_type_id, night, sellable)
     SELECT ${roomTypeId}, d::date, ${sellable}
     FROM generate_series(${from}::date, ${to}::date - 1, interval '1 day') d

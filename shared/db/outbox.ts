@@ -11,6 +11,20 @@ export const outboxRow = z.object({
 });
 export type OutboxRow = z.infer<typeof outboxRow>;
 
+export interface NewOutboxRow {
+  eventId: string;
+  topic: string;
+  key: string;
+  payload: Record<string, unknown>;
+}
+
+/** One INSERT in the caller's transaction: the event exists exactly when the change it describes does. */
+export async function insertOutboxEvent(tx: CommonQueryMethods, row: NewOutboxRow): Promise<void> {
+  await tx.query(sql.typeAlias('void')`
+    INSERT INTO outbox (event_id, topic, message_key, payload)
+    VALUES (${row.eventId}, ${row.topic}, ${row.key}, ${sql.jsonb(row.payload as never)})`);
+}
+
 const columns = sql.fragment`id, event_id::text AS "eventId", topic, message_key AS key, payload, created_at AS "createdAt"`;
 
 /** Rows not yet turned into jobs; SKIP LOCKED lets several dispatchers share the table. */
@@ -20,7 +34,7 @@ export async function claimUndispatched(tx: CommonQueryMethods, limit: number) {
 }
 
 export async function markDispatched(tx: CommonQueryMethods, ids: readonly number[]): Promise<void> {
-  await tx.query(sql.unsafe`UPDATE outbox SET dispatched_at = now() WHERE id = ANY(${sql.array(ids, 'int8')})`);
+  await tx.query(sql.typeAlias('void')`UPDATE outbox SET dispatched_at = now() WHERE id = ANY(${sql.array(ids, 'int8')})`);
 }
 
 export const SHARDS = 8;
@@ -47,7 +61,7 @@ export async function claimUnpublished(tx: CommonQueryMethods, shard: number, li
 }
 
 export async function markPublished(tx: CommonQueryMethods, ids: readonly number[]): Promise<void> {
-  await tx.query(sql.unsafe`UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY(${sql.array(ids, 'int8')})`);
+  await tx.query(sql.typeAlias('void')`UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY(${sql.array(ids, 'int8')})`);
 }
 
 export async function outboxLag(db: CommonQueryMethods) {

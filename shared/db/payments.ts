@@ -27,8 +27,8 @@ export async function confirmingPayment(db: CommonQueryMethods, bookingId: numbe
 
 /** Remembers a webhook event id; false when it was seen before. */
 export async function recordWebhookEvent(db: CommonQueryMethods, id: string, type: string, payload: unknown): Promise<boolean> {
-  const r = await db.maybeOne(sql.unsafe`
+  const r = await db.maybeOne(sql.type(z.object({ inserted: z.literal(true) }))`
     INSERT INTO webhook_inbox (event_id, type, payload) VALUES (${id}, ${type}, ${sql.jsonb(payload as never)})
-    ON CONFLICT DO NOTHING RETURNING 1`);
+    ON CONFLICT DO NOTHING RETURNING true AS inserted`);
   return r !== null;
 }

@@ -1,7 +1,13 @@
-import { createPool, SchemaValidationError, type DatabasePool, type Interceptor, type QueryResultRow } from 'slonik';
+import { createPool, createSqlTag, SchemaValidationError, type DatabasePool, type Interceptor, type QueryResultRow } from 'slonik';
+import { z } from 'zod';
 
 export type { DatabasePool, DatabaseTransactionConnection, CommonQueryMethods } from 'slonik';
-export { sql } from 'slonik';
+
+/**
+ * The SQL tag of every query. `sql.type(zod)` for a query that returns rows; `sql.typeAlias('void')`
+ * for a write that returns none (its rowCount still tells how many rows it touched).
+ */
+export const sql = createSqlTag({ typeAliases: { void: z.object({}).strict() } });
 
 // slonik's sql.type(zod) validates nothing on its own: this interceptor makes it parse every row.
 const resultParser: Interceptor = {
@@ -32,4 +38,9 @@ export async function createDb(url: string, options: { maximumPoolSize?: number 
     statementTimeout: 15_000,
     connectionTimeout: 5_000,
   });
+}
+
+/** One round trip: true when the database answers. */
+export async function pingDatabase(db: DatabasePool): Promise<boolean> {
+  return db.oneFirst(sql.type(z.object({ ok: z.boolean() }))`SELECT true AS ok`);
 }

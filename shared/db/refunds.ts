@@ -58,7 +58,7 @@ export async function noteRefundAttempt(
   id: number,
   a: { providerRefundId?: string | null; error?: string | null },
 ): Promise<void> {
-  await db.query(sql.unsafe`
+  await db.query(sql.typeAlias('void')`
     UPDATE refund SET attempts = attempts + 1, updated_at = now(),
       provider_refund_id = coalesce(provider_refund_id, ${a.providerRefundId ?? null}),
       last_error = ${a.error ?? null}
@@ -72,7 +72,7 @@ export async function settleRefund(
   status: 'SUCCEEDED' | 'FAILED',
   providerRefundId: string | null,
 ): Promise<boolean> {
-  const r = await db.query(sql.unsafe`
+  const r = await db.query(sql.typeAlias('void')`
     UPDATE refund SET status = ${status}, updated_at = now(),
       provider_refund_id = coalesce(provider_refund_id, ${providerRefundId})
     WHERE id = ${id} AND status = 'PENDING'`);

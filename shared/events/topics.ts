@@ -1,3 +1,5 @@
+// The event types, each its own Kafka topic. Adding one here makes shared/events/payloads.ts ask for its
+// payload schema and message key (rate.updated joins with rate plans: key ratePlanId).
 export const EVENT_TYPES = [
   'booking.held',
   'booking.confirmed',
@@ -12,8 +14,12 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-export const topicName = (prefix: string, type: EventType) => `${prefix}${type}`;
+export const topicName = (prefix: string, type: string) => `${prefix}${type}`;
 
 /** Events that customers hear about, on each of these channels. */
-export const NOTIFIED_EVENTS: readonly EventType[] = ['booking.confirmed', 'booking.expired', 'booking.cancelled', 'refund.succeeded'];
+export const NOTIFIED_EVENTS = ['booking.confirmed', 'booking.expired', 'booking.cancelled', 'refund.succeeded'] as const satisfies readonly EventType[];
+export type NotifiedEvent = (typeof NOTIFIED_EVENTS)[number];
 export const NOTIFY_CHANNELS = ['sms', 'push'] as const;
+export type Channel = (typeof NOTIFY_CHANNELS)[number];
+
+export const isNotified = (type: EventType): type is NotifiedEvent => (NOTIFIED_EVENTS as readonly EventType[]).includes(type);

@@ -61,6 +61,7 @@ export class ProviderRejectedError extends Error {
 }
 
 class ServerError extends Error {
+  override name = 'ServerError';
   constructor(readonly status: number) {
     super(`payment provider answered ${status}`);
   }

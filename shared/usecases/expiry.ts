@@ -1,5 +1,6 @@
 import type { Deps } from './deps.js';
-import { deferExpiryCheck, findBooking, transition, type BookingRow } from '../db/bookings.js';
+import { deferExpiryCheck, findBooking, transition } from '../db/bookings.js';
+import type { Booking } from '../domain/booking.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
@@ -26,20 +27,21 @@ export function recheckDelayMs(msPastExpiry: number): number {
  */
 export async function processExpiry(deps: Deps, bookingId: number): Promise<ExpiryOutcome> {
   // Common case (no payment asked for): decide and expire under one row lock.
-  const first = await deps.db.transaction(async (tx): Promise<ExpiryOutcome | { ask: BookingRow }> => {
+  const first = await deps.db.transaction(async (tx): Promise<ExpiryOutcome | { ask: Booking; expiresAt: Date }> => {
     const b = await findBooking(tx, bookingId, { forUpdate: true });
-    if (!b || b.status !== 'HOLD') return { kind: 'not_hold' };
+    // A HOLD always has holdExpiresAt (a table CHECK).
+    if (!b || b.status !== 'HOLD' || !b.holdExpiresAt) return { kind: 'not_hold' };
     const now = deps.clock.now();
-    const checkAt = new Date(b.nextExpiryCheckAt ?? b.holdExpiresAt!);
+    const checkAt = b.nextExpiryCheckAt ?? b.holdExpiresAt;
     if (now < checkAt) return { kind: 'not_due', checkAt };
-    if (b.payRequestedAt) return { ask: b };
+    if (b.payRequestedAt) return { ask: b, expiresAt: b.holdExpiresAt };
     return expireLocked(tx, deps, b);
   });
   if (!('ask' in first)) return first;
 
   // A payment may be in flight: ask the provider without holding the lock, then expire only if the
   // booking is still the version we saw.
-  const b = first.ask;
+  const { ask: b } = first;
   const now = deps.clock.now();
   let keep: 'processing' | 'unreachable' | null = null;
   try {
@@ -58,7 +60,7 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
     if (e instanceof ProviderUnreachableError) keep = 'unreachable';
     else if (!(e instanceof ProviderRejectedError)) throw e;
   }
-  const expiresAt = new Date(b.holdExpiresAt!).getTime();
+  const expiresAt = first.expiresAt.getTime();
   const deadline = expiresAt + deps.config.PAYMENT_GRACE_S * 1000;
   if (keep && now.getTime() < deadline) {
     const next = new Date(Math.min(deadline, now.getTime() + recheckDelayMs(now.getTime() - expiresAt)));
@@ -73,12 +75,9 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
 }
 
 /** HOLD → EXPIRED on a booking the caller has locked: frees the inventory and writes booking.expired. */
-async function expireLocked(tx: CommonQueryMethods, deps: Deps, b: BookingRow): Promise<ExpiryOutcome> {
+async function expireLocked(tx: CommonQueryMethods, deps: Deps, b: Booking): Promise<ExpiryOutcome> {
   await transition(tx, b, 'EXPIRED');
   await applyInventoryEffect(tx, b, 'HOLD', 'EXPIRED', 'system:expiry');
-  await writeEvent(tx, {
-    type: 'booking.expired', key: b.id, occurredAt: deps.clock.now(),
-    data: { bookingId: b.id, customerId: b.customerId, kind: b.kind },
-  });
+  await writeEvent(tx, 'booking.expired', deps.clock.now(), { bookingId: b.id, customerId: b.customerId, kind: b.kind });
   return { kind: 'expired' };
 }

@@ -2,20 +2,14 @@ import { CheckIntegrityConstraintViolationError } from 'slonik';
 import type { Deps } from './deps.js';
 import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
-import { DomainError, notFound, validation } from '../domain/errors.js';
+import { DomainError, notFound } from '../domain/errors.js';
 import { findRoomType } from '../db/hotels.js';
 import { attributeChanges, listLedger, listNights, lockNights, lockRoomTypeInventory, setSellable } from '../db/inventory.js';
 import { writeEvent } from '../events/outbox.js';
 import { requireOperator } from './catalogue.js';
-import { nightsBetween } from './bookings.js';
+import { MAX_RANGE_NIGHTS, checkNightRange } from '../domain/nights.js';
 
-const MAX_RANGE_NIGHTS = 366;
-
-function checkRange(from: string, to: string) {
-  const n = nightsBetween(from, to);
-  if (n < 1) throw validation('to', 'to must be after from');
-  if (n > MAX_RANGE_NIGHTS) throw validation('to', `a range spans at most ${MAX_RANGE_NIGHTS} nights`);
-}
+const checkRange = (from: string, to: string) => checkNightRange(from, to, MAX_RANGE_NIGHTS, { from: 'from', to: 'to', what: 'a range' });
 
 async function roomTypeFor(deps: Deps, actor: Actor, id: number) {
   requireOperator(actor);
@@ -40,9 +34,8 @@ export async function adjustInventory(
       await attributeChanges(tx, { actor: describeActor(actor), reason: q.reason, bookingId: null });
       await setSellable(tx, roomTypeId, q.from, q.to, q.sellable);
       const nights = await listNights(tx, roomTypeId, q.from, q.to);
-      await writeEvent(tx, {
-        type: 'inventory.adjusted', key: roomTypeId, occurredAt: deps.clock.now(),
-        data: { bookingId: null, roomTypeId, from: q.from, to: q.to, sellable: q.sellable, reason: q.reason, actor: describeActor(actor) },
+      await writeEvent(tx, 'inventory.adjusted', deps.clock.now(), {
+        bookingId: null, roomTypeId, from: q.from, to: q.to, sellable: q.sellable, reason: q.reason, actor: describeActor(actor),
       });
       return { nights };
     });

@@ -1,9 +1,7 @@
 import type { DatabasePool } from '../db/pool.js';
 import { findBooking } from '../db/bookings.js';
 import { recordDelivery } from '../db/notifications.js';
-import type { NOTIFY_CHANNELS } from '../events/topics.js';
-
-export type Channel = (typeof NOTIFY_CHANNELS)[number];
+import { isNotified, type Channel, type EventType, type NotifiedEvent } from '../events/topics.js';
 
 export interface Notification {
   eventId: string;
@@ -32,7 +30,7 @@ export function webhookNotificationProvider(url: string | undefined, timeoutMs =
   };
 }
 
-const messages: Record<string, (id: number) => string> = {
+const messages: Record<NotifiedEvent, (id: number) => string> = {
   'booking.confirmed': (id) => `Booking ${id} is confirmed.`,
   'booking.expired': (id) => `Your hold ${id} expired before payment.`,
   'booking.cancelled': (id) => `Booking ${id} was cancelled.`,
@@ -46,12 +44,12 @@ const messages: Record<string, (id: number) => string> = {
 export async function deliverNotification(
   db: DatabasePool,
   provider: NotificationProvider,
-  job: { eventId: string; eventType: string; bookingId: number; channel: Channel },
+  job: { eventId: string; eventType: EventType; bookingId: number; channel: Channel },
 ): Promise<'sent' | 'duplicate' | 'unknown_booking'> {
   const booking = await findBooking(db, job.bookingId);
   if (!booking) return 'unknown_booking';
   const n: Notification = {
-    ...job, recipient: booking.customerId, body: (messages[job.eventType] ?? (() => job.eventType))(job.bookingId),
+    ...job, recipient: booking.customerId, body: isNotified(job.eventType) ? messages[job.eventType](job.bookingId) : job.eventType,
   };
   return db.transaction(async (tx) => {
     if (!(await recordDelivery(tx, n))) return 'duplicate';

@@ -1,14 +1,15 @@
 import type { Deps } from './deps.js';
 import type { Actor } from '../domain/actor.js';
-import { DomainError, invalidState, notFound } from '../domain/errors.js';
+import { DomainError, invalidState, notFound, validation } from '../domain/errors.js';
+import type { WebhookEvent } from '../psp/webhook-event.js';
 import { findBooking, markPayRequested, savePaymentIntent, transition } from '../db/bookings.js';
 import { insertPayment, recordWebhookEvent } from '../db/payments.js';
 import { findRefundForWebhook } from '../db/refunds.js';
 import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
-import { requestRefund } from './bookings.js';
-import { settleRefundOnce } from './refunds.js';
-import { isOwner } from './access.js';
+import { requestRefund, settleRefundOnce } from './refunds.js';
+import { isOwner } from '../domain/booking.js';
+import { parseIdText } from '../domain/ids.js';
 import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 
@@ -48,9 +49,11 @@ export interface PaymentSuccess {
   currency: string;
 }
 
+/** A provider `reference` is the bookingId as text (anything else names no booking). */
+const bookingIdOf = (reference: string) => parseIdText(reference);
+
 export type PaymentOutcome = 'confirmed' | 'refunded' | 'duplicate' | 'unknown_booking';
 
-const bookingIdOf = (reference: string): number | null => (/^[1-9]\d{0,15}$/.test(reference) ? Number(reference) : null);
 
 /**
  * Applies a provider success once per providerTxnId, in the caller's transaction. A success for a HOLD
@@ -71,10 +74,7 @@ export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Dep
   if (confirms) {
     await transition(tx, b, 'CONFIRMED');
     await applyInventoryEffect(tx, b, 'HOLD', 'CONFIRMED', 'system:payment');
-    await writeEvent(tx, {
-      type: 'booking.confirmed', key: b.id, occurredAt: now,
-      data: { bookingId: b.id, customerId: b.customerId, paymentId, amount: p.amount, currency: p.currency },
-    });
+    await writeEvent(tx, 'booking.confirmed', now, { bookingId: b.id, customerId: b.customerId, paymentId, amount: p.amount, currency: p.currency });
     return 'confirmed';
   }
   const reason = b.status !== 'HOLD' ? `payment for ${b.status} booking` : 'amount does not match the deposit';
@@ -85,31 +85,21 @@ export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Dep
   return 'refunded';
 }
 
-export interface WebhookEvent {
-  id: string;
-  type: string;
-  created: number;
-  data: {
-    paymentIntentId: string;
-    reference: string;
-    amount: number;
-    currency: string;
-    providerTxnId: string | null;
-    refundId?: string | null;
-  };
+/** The payment a payment_intent.succeeded event reports (null for other types); effects are keyed on its providerTxnId. */
+function successOf({ type, data: d }: WebhookEvent): PaymentSuccess | null {
+  if (type !== 'payment_intent.succeeded') return null;
+  if (!d.providerTxnId) throw validation('data.providerTxnId', 'data.providerTxnId: Required');
+  return { reference: d.reference, paymentIntentId: d.paymentIntentId, amount: d.amount, currency: d.currency, providerTxnId: d.providerTxnId };
 }
 
 /** Applies a verified provider event once per event id; its effect is committed before this returns. */
-export async function handleWebhook(deps: Deps, event: WebhookEvent): Promise<string> {
+export async function handleWebhook(deps: Deps, event: WebhookEvent & { created: number }): Promise<string> {
+  const success = successOf(event);
   return deps.db.transaction(async (tx) => {
     if (!(await recordWebhookEvent(tx, event.id, event.type, event))) return 'duplicate_event';
+    if (success) return applyPaymentSuccess(tx, deps, success);
     const d = event.data;
     switch (event.type) {
-      case 'payment_intent.succeeded':
-        return applyPaymentSuccess(tx, deps, {
-          reference: d.reference, paymentIntentId: d.paymentIntentId, amount: d.amount, currency: d.currency,
-          providerTxnId: d.providerTxnId!,
-        });
       case 'refund.succeeded':
       case 'refund.failed': {
         const refund = await findRefundForWebhook(tx, {

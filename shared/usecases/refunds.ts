@@ -1,8 +1,16 @@
 import type { Deps } from './deps.js';
 import type { CommonQueryMethods } from '../db/pool.js';
-import { findRefund, noteRefundAttempt, settleRefund, type RefundRow } from '../db/refunds.js';
+import { findRefund, insertRefund, noteRefundAttempt, settleRefund, type NewRefund, type RefundRow } from '../db/refunds.js';
 import { writeEvent } from '../events/outbox.js';
 import { ProviderRejectedError } from '../psp/client.js';
+
+/** Creates a PENDING refund and its refund.requested event, in the caller's transaction; the refund worker pays it. */
+export async function requestRefund(tx: CommonQueryMethods, now: Date, r: NewRefund): Promise<void> {
+  const refund = await insertRefund(tx, r);
+  await writeEvent(tx, 'refund.requested', now, {
+    bookingId: r.bookingId, refundId: refund.id, amount: r.amount, currency: r.currency, paymentIntentId: r.paymentIntentId, reason: r.reason,
+  });
+}
 
 /** PENDING → SUCCEEDED/FAILED exactly once, with its event; false when already settled. */
 export async function settleRefundOnce(
@@ -13,16 +21,16 @@ export async function settleRefundOnce(
   providerRefundId: string | null,
 ): Promise<boolean> {
   if (!(await settleRefund(tx, refund.id, status, providerRefundId))) return false;
-  await writeEvent(tx, {
-    type: status === 'SUCCEEDED' ? 'refund.succeeded' : 'refund.failed',
-    key: refund.bookingId, occurredAt: deps.clock.now(),
-    data: { bookingId: refund.bookingId, refundId: refund.id, amount: refund.amount, currency: refund.currency },
+  await writeEvent(tx, status === 'SUCCEEDED' ? 'refund.succeeded' : 'refund.failed', deps.clock.now(), {
+    bookingId: refund.bookingId, refundId: refund.id, amount: refund.amount, currency: refund.currency,
   });
   return true;
 }
 
 /** Thrown while the provider has not settled the refund yet: the job retries with backoff. */
-export class RefundStillPendingError extends Error {}
+export class RefundStillPendingError extends Error {
+  override name = 'RefundStillPendingError';
+}
 
 export type RefundOutcome = 'SUCCEEDED' | 'FAILED' | 'already_settled' | 'missing';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import type { Worker } from 'bullmq';
+import type { Queue, Worker } from 'bullmq';
 import { parseConfig, type Config } from '../../shared/config.js';
 import { migrate } from '../../shared/db/migrate.js';
 import { createDeps, requestRedis } from '../../shared/runtime.js';
@@ -10,12 +10,13 @@ import type { Clock } from '../../shared/domain/clock.js';
 import { createApp } from '../../api/app.js';
 import { createMetrics } from '../../api/metrics.js';
 import { registerOpsGauges } from '../../api/ops-gauges.js';
-import { createPspSandbox, type PspSandbox } from '../../workers/psp-sandbox/app.js';
-import { openQueues, startWorker, type AnyWorkerDefinition, type Queues, type WorkerDeps } from '../../workers/runner.js';
-import { expiryWorker, startSweeper, EXPIRY_QUEUE } from '../../workers/expiry.js';
+import { createPspSandbox, type PspSandbox } from '../../sandbox/app.js';
+import { startWorker, type WorkerDeps } from '../../workers/runner.js';
+import { expiryWorker } from '../../workers/expiry.js';
 import { refundsWorker } from '../../workers/refunds.js';
 import { notificationsWorker } from '../../workers/notifications.js';
-import { dispatcherQueues, startDispatcher } from '../../workers/dispatcher.js';
+import { startDispatcher } from '../../workers/dispatcher.js';
+import { openQueues, upsertSchedule, type Queues } from '../../shared/queues/queues.js';
 import { webhookNotificationProvider } from '../../shared/usecases/notifications.js';
 import { client, token, type Client } from './http.js';
 
@@ -35,7 +36,7 @@ export interface Harness {
   token: (sub: number, role: 'customer' | 'host' | 'operator') => string;
   deps: WorkerDeps;
   psp: PspSandbox;
-  queues: Queues;
+  queues: Record<string, Queue>;
   sql: (text: string, params?: unknown[]) => Promise<pg.QueryResult>;
   close: () => Promise<void>;
 }
@@ -55,7 +56,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const base = await createDeps(config, { clock: opts.clock });
   const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
   redis.on('error', () => {});
-  const queues = opts.workers ? openQueues(config, dispatcherQueues) : {};
+  // Without workers there are no queues at all (a harness whose Redis is down must still close).
+  const queues = opts.workers ? openQueues(config) : ({} as Queues);
   const deps: WorkerDeps = { ...base, queues };
   const metrics = createMetrics();
   const closeGauges = registerOpsGauges(metrics, base.db, config);
@@ -69,11 +71,12 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const workers: Worker[] = [];
   let dispatcher: { stop(): Promise<void> } | null = null;
   if (opts.workers) {
-    const defs: AnyWorkerDefinition[] = [expiryWorker, refundsWorker, notificationsWorker(webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL))];
-    for (const def of defs) {
-      workers.push(startWorker(def, deps));
-    }
-    await startSweeper(queues[EXPIRY_QUEUE]!);
+    workers.push(
+      startWorker(expiryWorker, deps),
+      startWorker(refundsWorker, deps),
+      startWorker(notificationsWorker(webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL)), deps),
+    );
+    await upsertSchedule(queues, 'expiry-sweep');
     // The refund sweep's scheduler is left out: its ever-present delayed job would keep the refunds
     // queue from ever looking drained; tests call sweepStaleRefunds directly.
     dispatcher = startDispatcher(base.db, config, queues);

@@ -3,14 +3,14 @@ import type { Server } from 'node:http';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config.js';
-import { queueConnection } from '../../shared/runtime.js';
+import { queueConnection } from '../../shared/queues/queues.js';
 import { createDashboard } from '../../dashboards/server.js';
-import { QUEUE_NAMES } from '../../api/ops-gauges.js';
+import { NOTIFICATIONS_QUEUE } from '../../shared/queues/registry.js';
 
 describe('dashboard: cross-site requests', () => {
   const config = parseConfig({ DASHBOARD_USER: 'ops', DASHBOARD_PASSWORD: 'pw', REDIS_URL: 'redis://127.0.0.1:6379/5', QUEUE_PREFIX: `csrf${Date.now()}` });
   const auth = `Basic ${Buffer.from('ops:pw').toString('base64')}`;
-  const name = QUEUE_NAMES[0]!;
+  const name = NOTIFICATIONS_QUEUE;
   let server: Server;
   let close: () => Promise<unknown>;
   let base: string;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config.js';
 import { requestRedis } from '../../shared/runtime.js';
-import { dispatchBatch, dispatcherQueues } from '../../workers/dispatcher.js';
-import { openQueues } from '../../workers/runner.js';
+import { dispatchBatch } from '../../workers/dispatcher.js';
+import { openQueues } from '../../shared/queues/queues.js';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { inHours } from '../helpers/http.js';
 
@@ -28,7 +28,7 @@ describe('dispatcher during a Redis outage', () => {
   it('fails fast before locking anything when Redis does not answer', async () => {
     const probe = requestRedis(dead.REDIS_URL);
     probe.on('error', () => {});
-    const queues = openQueues(dead, dispatcherQueues);
+    const queues = openQueues(dead);
     for (const q of Object.values(queues)) q.on('error', () => {});
     const t0 = Date.now();
     await expect(dispatchBatch(h.deps.db, queues, () => probe.ping())).rejects.toThrow();
@@ -39,7 +39,7 @@ describe('dispatcher during a Redis outage', () => {
   });
 
   it('gives the rows back when enqueueing hangs (Redis gone after the check)', async () => {
-    const queues = openQueues(dead, dispatcherQueues);
+    const queues = openQueues(dead);
     for (const q of Object.values(queues)) q.on('error', () => {});
     const t0 = Date.now();
     await expect(dispatchBatch(h.deps.db, queues, async () => 'PONG')).rejects.toThrow(/enqueue/);

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
-import { defaultFaults } from '../../workers/psp-sandbox/app.js';
+import { defaultFaults } from '../../sandbox/app.js';
 import { processExpiry, type ExpiryOutcome } from '../../shared/usecases/expiry.js';
-import { EXPIRY_QUEUE } from '../../workers/expiry.js';
+import { EXPIRY_QUEUE } from '../../shared/queues/registry.js';
 import {
   count, drained, getBooking, holdCar, notificationsOf, outboxOf, paymentSucceeded, requestPay, sandbox,
   settledRefunds, signedWebhook, statusOf, topicsOf, type Hold,

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { ProviderRejectedError, ProviderUnreachableError, PspClient } from '../../shared/psp/client.js';
 import { verifyWebhookSignature } from '../../shared/psp/signature.js';
-import { createPspSandbox, defaultFaults, type PspSandbox, type WebhookEvent } from '../../workers/psp-sandbox/app.js';
+import { createPspSandbox, defaultFaults, type PspSandbox, type WebhookEvent } from '../../sandbox/app.js';
 
 const apiKey = 'test-key';
 const secret = 'test-webhook-secret';

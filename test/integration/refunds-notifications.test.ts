@@ -3,9 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/http.js';
-import { defaultFaults } from '../../workers/psp-sandbox/app.js';
-import { NOTIFICATIONS_QUEUE, notificationJobId } from '../../workers/notifications.js';
-import { REFUNDS_QUEUE, refundJobId } from '../../workers/refunds.js';
+import { defaultFaults } from '../../sandbox/app.js';
+import { NOTIFICATIONS_QUEUE, REFUNDS_QUEUE, notificationJobId, refundJobId } from '../../shared/queues/registry.js';
 import {
   count, drained, getBooking, holdCar, hostToken, notificationsOf, outboxOf, paymentSucceeded, settledRefunds, signedWebhook,
   statusOf, topicsOf, type Hold,

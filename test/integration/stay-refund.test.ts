@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { fixedClock } from '../../shared/domain/clock.js';
+import { fixedClock } from '../helpers/clock.js';
 import { checkStayInvariants, payWebhookBody, sendWebhook, stayApi } from '../helpers/stays.js';
 
 // The server's clock is pinned just before the Berlin spring-forward of 2027 (last Sunday of March = the 28th).

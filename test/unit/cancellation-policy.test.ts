@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { refundAmount } from '../../shared/domain/cancellation-policy.js';
+import { refundAmount } from '../../shared/domain/booking.js';
 
 const pickupAt = new Date('2026-01-25T08:00:00+07:00');
 const before = (ms: number) => new Date(pickupAt.getTime() - ms);

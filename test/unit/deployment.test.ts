@@ -18,7 +18,7 @@ const compose = parse(read('docker-compose.yml'), { merge: true }) as {
   volumes: Record<string, unknown>;
 };
 const services = compose.services;
-const APP = ['migrate', 'api', 'expiry', 'refunds', 'notifications', 'dispatcher', 'relay', 'dashboard', 'psp'];
+const APP = ['migrate', 'api', 'expiry', 'refunds', 'notifications', 'maintenance', 'dispatcher', 'relay', 'dashboard', 'psp'];
 const seconds = (d: string) => Number(d.match(/^(\d+)s$/)?.[1] ?? NaN);
 
 describe('docker-compose.yml', () => {
@@ -51,7 +51,7 @@ describe('docker-compose.yml', () => {
   it('has healthchecks, a stop grace period longer than the drain, production secrets without defaults', () => {
     for (const name of ['api', 'dashboard', 'psp', 'postgres', 'redis', 'kafka']) expect(services[name]!.healthcheck?.test, name).toBeDefined();
     for (const name of APP) {
-      // The app forces its own exit 25 s after SIGTERM (shared/runtime.ts onShutdown).
+      // The app forces its own exit 25 s after SIGTERM (shared/process.ts onShutdown).
       expect(seconds(services[name]!.stop_grace_period), name).toBeGreaterThan(25);
       const env = services[name]!.environment;
       expect(env.NODE_ENV).toBe('production');
@@ -84,7 +84,7 @@ describe('docker-compose.yml', () => {
     }
     const prom = parse(read('dashboards/prometheus/prometheus.yml'));
     const targets = prom.scrape_configs.flatMap((j: any) => j.static_configs.flatMap((s: any) => s.targets));
-    expect(targets.sort()).toEqual(['api:3000', 'dashboard:3001', 'dispatcher:9104', 'expiry:9101', 'notifications:9103', 'refunds:9102', 'relay:9105'].sort());
+    expect(targets.sort()).toEqual(['api:3000', 'dashboard:3001', 'dispatcher:9104', 'expiry:9101', 'notifications:9103', 'refunds:9102', 'relay:9105', 'maintenance:9106'].sort());
     expect(prom.rule_files).toEqual(['/etc/prometheus/alerts.yml']);
     expect(parse(read('dashboards/prometheus/alerts.yml')).groups).toBeInstanceOf(Array);
     const ds = parse(read('dashboards/grafana/provisioning/datasources/prometheus.yml'));

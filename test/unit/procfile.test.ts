@@ -5,7 +5,7 @@ const text = `# comment
 release: node dist/scripts/migrate.js
 
 api: node dist/api/server.js
-psp: node dist/workers/psp-sandbox/main.js
+psp: node dist/sandbox/main.js
 `;
 
 describe('Procfile', () => {
@@ -13,7 +13,7 @@ describe('Procfile', () => {
     expect(parseProcfile(text)).toEqual([
       { name: 'release', command: 'node', args: ['dist/scripts/migrate.js'] },
       { name: 'api', command: 'node', args: ['dist/api/server.js'] },
-      { name: 'psp', command: 'node', args: ['dist/workers/psp-sandbox/main.js'] },
+      { name: 'psp', command: 'node', args: ['dist/sandbox/main.js'] },
     ]);
     expect(() => parseProcfile('no colon here')).toThrow(/Procfile/);
   });

@@ -1,25 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { zonedWallTimeToInstant } from '../../shared/domain/zoned-time.js';
-import { refundAmount } from '../../shared/domain/cancellation-policy.js';
-import { pickupInstant } from '../../shared/usecases/bookings.js';
-import type { BookingRow } from '../../shared/db/bookings.js';
+import { pickupInstant, refundAmount, type StayBooking } from '../../shared/domain/booking.js';
 
 const HOUR = 3_600_000;
 const MIN = 60_000;
 const iso = (d: Date) => d.toISOString();
 
-function stay(checkIn: string, timezone: string, checkInTime = '14:00:00', deposit = 1_000_000): BookingRow {
+function stay(checkIn: string, timezone: string, checkInTime = '14:00:00', deposit = 1_000_000): StayBooking {
   return {
-    id: 1, kind: 'stay', status: 'CONFIRMED', version: 2, customerId: 7, carId: null, hostId: null, from: null, to: null,
+    id: 1, kind: 'stay', status: 'CONFIRMED', version: 2, customerId: 7,
     roomTypeId: 3, checkIn, checkOut: '2030-01-01', rooms: 1, depositAmount: deposit, currency: 'VND',
     holdExpiresAt: null, nextExpiryCheckAt: null, payRequestedAt: null, paymentIntentId: null,
-    hotelTimezone: timezone, hotelCheckInTime: checkInTime,
+    hotel: { timezone, checkInTime },
   };
 }
 
 /** The customer's refund when cancelling `b` at `at`, as cancelBooking computes it. */
-const customerRefund = (b: BookingRow, at: string) =>
+const customerRefund = (b: StayBooking, at: string) =>
   refundAmount({ deposit: b.depositAmount, pickupAt: pickupInstant(b), cancelledAt: new Date(at), cancelledByProvider: false });
 
 describe('zonedWallTimeToInstant', () => {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { DomainError } from '../../shared/domain/errors.js';
-import { logger } from '../../shared/logger.js';
+import { DomainError } from '../shared/domain/errors.js';
+import { logger } from '../shared/logger.js';
+import type { HoldLimiter } from '../shared/usecases/holds.js';
 
 // Sliding window log, atomic in Redis: drop entries older than the window, refuse when full,
 // else record this hold. Redis's own clock keeps several API instances consistent.
@@ -18,14 +19,15 @@ redis.call('ZADD', KEYS[1], now, ARGV[3])
 redis.call('PEXPIRE', KEYS[1], window)
 return {1, 0}`;
 
-export interface HoldSlot {
+interface HoldSlot {
   /** Gives the slot back: the request did not create a hold, so it does not count. */
   release(): Promise<void>;
 }
 
 type LimiterRedis = Redis & { holdRate(key: string, windowMs: number, limit: number, member: string): Promise<[number, number]> };
 
-export class HoldRateLimiter {
+/** The hold limiter in Redis: a sliding-window log per customer; fails open (and counts it) when Redis is down. */
+export class HoldRateLimiter implements HoldLimiter {
   private readonly redis: LimiterRedis;
 
   constructor(

@@ -1,0 +1,17 @@
+import { z } from 'zod';
+import { currency, id, instant, money, queryInt, text } from './common.js';
+
+/** POST /cars */
+export const createCarBody = z.object({
+  plate: text(20),
+  model: text(100),
+  city: text(50),
+  dailyPrice: money,
+  depositAmount: money,
+  currency: currency.default('VND'),
+  turnaroundMinutes: z.number().int().min(0).max(10080).default(120),
+  hostId: id.optional(),
+});
+
+/** GET /cars (from < to and the 30-day span are checked by the search use case) */
+export const carSearchQuery = z.object({ city: text(50), from: instant, to: instant, limit: queryInt(50, 1, 200) });

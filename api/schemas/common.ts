@@ -1,0 +1,20 @@
+import { z } from 'zod';
+
+// Building blocks of the request schemas. Shapes only: rules that span fields or need the clock (periods,
+// nights, "not in the past") are the domain's, checked by the use cases.
+
+export const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+export const money = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+export const currency = z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as VND');
+/** ISO-8601 instant that carries an offset (Z or ±hh:mm). */
+export const instant = z
+  .string()
+  .datetime({ offset: true, message: 'an ISO-8601 instant with an offset' })
+  .transform((s) => new Date(s));
+export const isoDate = z
+  .string()
+  .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date YYYY-MM-DD')
+  .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'a real calendar date');
+export const text = (max = 200) => z.string().trim().min(1).max(max);
+/** Query integers arrive as strings. */
+export const queryInt = (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def);

@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { refundStatuses, type PaymentIntent, type Refund } from '../shared/psp/client.js';
+import type { SentWebhookEvent } from '../shared/psp/webhook-event.js';
+
+// What the sandbox provider remembers (in memory) and the faults it can be told to inject.
+
+export type SandboxIntent = PaymentIntent & { providerTxnId: string | null };
+export type SandboxRefund = Refund & { paymentIntentId: string; reference: string; currency: string };
+export interface SentWebhook {
+  event: SentWebhookEvent;
+  attempts: number;
+  delivered: number;
+  lastError: string | null;
+}
+export interface SandboxState {
+  intents: Map<string, SandboxIntent>;
+  refunds: SandboxRefund[];
+  webhooks: SentWebhook[];
+}
+
+export const faultsSchema = z.object({
+  duplicateDeliveries: z.number().int().min(0).max(20),
+  webhookDelayMs: z.number().int().min(0),
+  outOfOrder: z.boolean(),
+  processingFirstMs: z.number().int().min(0),
+  apiDelayMs: z.number().int().min(0),
+  apiFailRate: z.number().min(0).max(1),
+  apiDown: z.boolean(),
+  refundOutcome: z.enum(refundStatuses),
+  refundSettleMs: z.number().int().min(0),
+});
+export type SandboxFaults = z.infer<typeof faultsSchema>;
+export const defaultFaults: Readonly<SandboxFaults> = Object.freeze({
+  duplicateDeliveries: 0,
+  webhookDelayMs: 0,
+  outOfOrder: false,
+  processingFirstMs: 0,
+  apiDelayMs: 0,
+  apiFailRate: 0,
+  apiDown: false,
+  refundOutcome: 'succeeded',
+  refundSettleMs: 500,
+});
+
+export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;
+export const nowS = () => Math.floor(Date.now() / 1000);
+
+export const findRefund = (state: SandboxState, id: string): SandboxRefund | undefined => state.refunds.find((r) => r.id === id);

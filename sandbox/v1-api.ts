@@ -1,0 +1,88 @@
+import type Koa from 'koa';
+import { Router } from '@koa/router';
+import { z } from 'zod';
+import type { Background } from './background.js';
+import type { Transitions } from './payments.js';
+import { findRefund, newId, type SandboxFaults, type SandboxIntent, type SandboxRefund, type SandboxState } from './state.js';
+import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, rawBodyOf, readJson, type IdempotencyKeys } from './http.js';
+
+// The provider API the service calls (CONTRACT.md "Payment provider"): /v1/payment_intents and /v1/refunds.
+
+const intentBody = z.object({
+  amount: z.number().int().positive(),
+  currency: z.string().min(1),
+  reference: z.string().min(1),
+});
+const refundBody = z.object({
+  paymentIntentId: z.string().min(1),
+  amount: z.number().int().positive(),
+  reference: z.string().min(1),
+  currency: z.string().min(1).optional(),
+});
+
+export function findIntent(state: SandboxState, id: string): SandboxIntent {
+  const intent = state.intents.get(id);
+  if (!intent) throw notFound(`no payment intent ${id}`);
+  return intent;
+}
+
+/** In front of /v1 only: the API faults (down, slow, failing) and the bearer API key. */
+export function v1Guard(faults: SandboxFaults, apiKey: string, background: Background): Koa.Middleware {
+  return async (ctx, next) => {
+    if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) return next();
+    if (faults.apiDown) {
+      ctx.respond = false;
+      ctx.req.socket.destroy();
+      return;
+    }
+    // Read the request before stalling: a slow provider still commits what a timed-out client sent.
+    await rawBodyOf(ctx);
+    if (faults.apiDelayMs > 0) await background.sleep(faults.apiDelayMs);
+    if (Math.random() < faults.apiFailRate) throw new SandboxHttpError(500, 'injected_failure', 'injected failure');
+    if (ctx.get('authorization') !== `Bearer ${apiKey}`) throw new SandboxHttpError(401, 'unauthenticated', 'bad or missing API key');
+    return next();
+  };
+}
+
+export function v1Routes(
+  state: SandboxState,
+  faults: SandboxFaults,
+  transitions: Transitions,
+  settings: { publicUrl?: string },
+) {
+  // Intents and refunds have separate key spaces.
+  const intentKeys: IdempotencyKeys = new Map();
+  const refundKeys: IdempotencyKeys = new Map();
+  const api = new Router({ prefix: '/v1' });
+
+  api.post('/payment_intents', async (ctx) => {
+    const body = parseWith(intentBody, await readJson(ctx));
+    ctx.body = idempotent(intentKeys, headerKey(ctx), body, (id) => findIntent(state, id), () => {
+      const id = newId('pi');
+      const checkoutUrl = `${settings.publicUrl ?? 'http://127.0.0.1'}/checkout/${id}`;
+      const intent: SandboxIntent = { id, status: 'requires_payment', ...body, checkoutUrl, providerTxnId: null };
+      state.intents.set(id, intent);
+      return intent;
+    });
+  });
+  api.get('/payment_intents', (ctx) => {
+    const reference = typeof ctx.query.reference === 'string' ? ctx.query.reference : undefined;
+    ctx.body = { data: [...state.intents.values()].filter((i) => reference === undefined || i.reference === reference) };
+  });
+  api.get('/payment_intents/:id', (ctx) => {
+    ctx.body = findIntent(state, ctx.params.id!);
+  });
+  api.post('/refunds', async (ctx) => {
+    const body = parseWith(refundBody, await readJson(ctx));
+    ctx.body = idempotent(refundKeys, headerKey(ctx), body, (id) => findRefund(state, id)!, () => {
+      // The intent need not be ours: the service may refund payments made elsewhere.
+      const currency = body.currency ?? state.intents.get(body.paymentIntentId)?.currency ?? 'VND';
+      const { paymentIntentId, amount, reference } = body;
+      const refund: SandboxRefund = { id: newId('re'), status: faults.refundOutcome, amount, paymentIntentId, reference, currency };
+      state.refunds.push(refund);
+      transitions.refundCreated(refund);
+      return refund;
+    });
+  });
+  return api;
+}

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import type { EventType } from './topics.js';
+
+// One payload schema per event type: writers are type-checked against it, consumers parse with it.
+// The Kafka value is the envelope {eventId, type, occurredAt} plus the payload; consumers read these
+// fields, so a field may be added but never renamed or removed.
+
+const id = z.number().int().positive();
+const amount = z.number().int().nonnegative();
+const currency = z.string();
+const instant = z.string(); // ISO-8601, as written by toISOString()
+const date = z.string(); // YYYY-MM-DD
+
+const held = { bookingId: id, customerId: id, holdExpiresAt: instant, depositAmount: amount, currency };
+const bookingHeld = z.discriminatedUnion('kind', [
+  z.object({ ...held, kind: z.literal('car'), carId: id, from: instant, to: instant }),
+  z.object({ ...held, kind: z.literal('stay'), roomTypeId: id, checkIn: date, checkOut: date, rooms: z.number().int().positive() }),
+]);
+const tripStep = z.object({ bookingId: id, customerId: id, by: z.string() });
+const refundSettled = z.object({ bookingId: id, refundId: id, amount, currency });
+
+const byBooking = (p: { bookingId: number }) => p.bookingId;
+
+/** A payload schema and the Kafka message key it is published under (per key, events stay in order). */
+const define = <S extends z.ZodTypeAny>(payload: S, key: (p: z.infer<S>) => number) => ({ payload, key });
+
+export const EVENTS = {
+  'booking.held': define(bookingHeld, byBooking),
+  'booking.confirmed': define(
+    z.object({ bookingId: id, customerId: id, paymentId: id, amount, currency }),
+    byBooking,
+  ),
+  'booking.expired': define(z.object({ bookingId: id, customerId: id, kind: z.enum(['car', 'stay']) }), byBooking),
+  'booking.cancelled': define(
+    z.object({ bookingId: id, customerId: id, cancelledBy: z.string(), reason: z.string().nullable(), refundAmount: amount, currency }),
+    byBooking,
+  ),
+  'booking.started': define(tripStep, byBooking),
+  'booking.completed': define(tripStep, byBooking),
+  'refund.requested': define(
+    z.object({ bookingId: id, refundId: id, amount, currency, paymentIntentId: z.string(), reason: z.string() }),
+    byBooking,
+  ),
+  'refund.succeeded': define(refundSettled, byBooking),
+  'refund.failed': define(refundSettled, byBooking),
+  'inventory.adjusted': define(
+    z.object({
+      bookingId: z.null(), roomTypeId: id, from: date, to: date, sellable: z.number().int().nonnegative(), reason: z.string(), actor: z.string(),
+    }),
+    (p) => p.roomTypeId,
+  ),
+} satisfies Record<EventType, ReturnType<typeof define>>;
+
+export type EventPayload<T extends EventType> = z.infer<(typeof EVENTS)[T]['payload']>;
+
+/** The message key of an event: the bookingId (roomTypeId for inventory.adjusted). */
+export function messageKeyOf<T extends EventType>(type: T, payload: EventPayload<T>): number {
+  return (EVENTS[type].key as (p: EventPayload<T>) => number)(payload);
+}
+
+/** An event as stored in the outbox and published: the envelope and the payload of its type. */
+export type PublishedEvent = {
+  [T in EventType]: { eventId: string; type: T; occurredAt: string } & EventPayload<T>;
+}[EventType];
+
+const envelope = z.object({ eventId: z.string().uuid(), type: z.string(), occurredAt: instant });
+const isEventType = (t: string): t is EventType => Object.hasOwn(EVENTS, t);
+
+/**
+ * Parses a stored event by its type; null for a type this version does not know (written by a newer one).
+ * Throws (a ZodError) when a known event does not match its schema.
+ */
+export function parseEvent(type: string, value: unknown): PublishedEvent | null {
+  if (!isEventType(type)) return null;
+  const head = envelope.parse(value);
+  const payload = EVENTS[type].payload.parse(value) as object;
+  return { ...head, ...payload, type } as PublishedEvent;
+}

@@ -1,0 +1,36 @@
+import { z } from 'zod';
+
+// The provider's webhook event: the one schema the service validates with and the sandbox provider sends.
+
+export const WEBHOOK_EVENT_TYPES = [
+  'payment_intent.succeeded',
+  'payment_intent.processing',
+  'payment_intent.payment_failed',
+  'refund.succeeded',
+  'refund.failed',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+const str = z.string().min(1).max(255);
+
+/**
+ * An event as the service accepts it (after its signature): any `type` (unknown ones are acknowledged and
+ * ignored), and well-formed fields the service acts on. `providerTxnId` is null unless a payment succeeded.
+ */
+export const webhookEventSchema = z.object({
+  id: str,
+  type: str,
+  created: z.number().int().optional(),
+  data: z.object({
+    paymentIntentId: str,
+    reference: z.string().max(64),
+    amount: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+    currency: z.string().min(1).max(8),
+    providerTxnId: str.nullable().optional().default(null),
+    refundId: str.nullable().optional(),
+  }),
+});
+export type WebhookEvent = z.infer<typeof webhookEventSchema>;
+
+/** An event as a provider sends it: a known type, stamped with `created` (unix seconds). */
+export type SentWebhookEvent = WebhookEvent & { type: WebhookEventType; created: number };

@@ -1,0 +1,65 @@
+import { Queue, type ConnectionOptions } from 'bullmq';
+import type { Config } from '../config.js';
+import {
+  EXPIRY_QUEUE, NOTIFICATIONS_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES,
+  expiryJobId, notificationJobId, refundJobId, refundSweepJobId,
+  type JobData, type QueueName, type ScheduleId,
+} from './registry.js';
+
+/** BullMQ wants blocking connections that retry forever (producers and workers alike). */
+export function queueConnection(url: string): ConnectionOptions {
+  const u = new URL(url);
+  return {
+    host: u.hostname, port: Number(u.port || 6379), db: Number(u.pathname.slice(1) || 0),
+    username: u.username || undefined, password: u.password ? decodeURIComponent(u.password) : undefined,
+    maxRetriesPerRequest: null,
+  };
+}
+
+/** A producer for every registered queue. */
+export type Queues = { readonly [Q in QueueName]: Queue };
+
+/** Opens a producer per registered queue, with the queue's default job options, on one connection config. */
+export function openQueues(config: Pick<Config, 'REDIS_URL' | 'QUEUE_PREFIX'>): Queues {
+  const connection = queueConnection(config.REDIS_URL);
+  return Object.fromEntries(QUEUE_NAMES.map((name) => [
+    name, new Queue(name, { connection, prefix: config.QUEUE_PREFIX, defaultJobOptions: QUEUES[name].defaultJobOptions }),
+  ])) as Queues;
+}
+
+export async function closeQueues(queues: Queues): Promise<void> {
+  await Promise.all(Object.values(queues).map((q) => q.close()));
+}
+
+function addJob<Q extends QueueName>(queues: Queues, queue: Q, name: string, data: JobData<Q>, opts: { jobId: string; delay?: number; removeOnComplete?: boolean; removeOnFail?: boolean }) {
+  return queues[queue].add(name, data, opts);
+}
+
+/** The expiry check of a hold at `at` (a no-op when that check is already queued). */
+export async function scheduleExpiry(queues: Queues, bookingId: number, at: Date, now = Date.now()): Promise<void> {
+  await addJob(queues, EXPIRY_QUEUE, 'expire', { bookingId }, { jobId: expiryJobId(bookingId, at), delay: Math.max(0, at.getTime() - now) });
+}
+
+/** Pays the refund a refund.requested event asked for. */
+export async function enqueueRefund(queues: Queues, refundId: number, eventId: string): Promise<void> {
+  await addJob(queues, REFUNDS_QUEUE, 'refund', { refundId }, { jobId: refundJobId(refundId, eventId) });
+}
+
+/** A sweep's re-add of a refund whose job was lost; removed when done, so a later sweep can add it again. */
+export async function reenqueueRefund(queues: Queues, refundId: number, attempts: number): Promise<void> {
+  await addJob(queues, REFUNDS_QUEUE, 'refund', { refundId }, { jobId: refundSweepJobId(refundId, attempts), removeOnComplete: true, removeOnFail: true });
+}
+
+export async function enqueueNotification(queues: Queues, job: JobData<typeof NOTIFICATIONS_QUEUE>): Promise<void> {
+  await addJob(queues, NOTIFICATIONS_QUEUE, 'notify', job, { jobId: notificationJobId(job.eventId, job.channel) });
+}
+
+/** Creates or updates a repeatable job (idempotent: every process that works the queue may call it). */
+export async function upsertSchedule(queues: Queues, id: ScheduleId): Promise<void> {
+  const s = SCHEDULES[id];
+  await queues[s.queue].upsertJobScheduler(id, { every: s.everyMs }, { name: s.job.name, data: s.job.data, opts: SCHEDULED_JOB_OPTIONS });
+}
+
+/** The schedules that run on `queue`. */
+export const schedulesOf = (queue: QueueName): ScheduleId[] =>
+  (Object.keys(SCHEDULES) as ScheduleId[]).filter((id) => SCHEDULES[id].queue === queue);

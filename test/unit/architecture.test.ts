@@ -1,0 +1,86 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+// The layering rules of ARCHITECTURE.md, checked on the sources: a forbidden import or an overlong
+// production file fails here, so the rules stay true.
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const PRODUCTION = ['api', 'shared', 'workers', 'dashboards', 'sandbox', 'scripts'];
+const MAX_LINES = 300;
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(path.join(ROOT, dir)).flatMap((name) => {
+    const rel = path.posix.join(dir, name);
+    if (statSync(path.join(ROOT, rel)).isDirectory()) return tsFiles(rel);
+    return rel.endsWith('.ts') ? [rel] : [];
+  });
+}
+
+interface Import {
+  from: string;
+  /** Repo-relative path of a relative import (`.js` → `.ts`), or the package name. */
+  target: string;
+  relative: boolean;
+}
+
+function importsOf(file: string): Import[] {
+  const text = readFileSync(path.join(ROOT, file), 'utf8');
+  const specs = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)]
+    .map((m) => (m[1] ?? m[2])!);
+  return specs.map((spec) => spec.startsWith('.')
+    ? { from: file, relative: true, target: path.posix.normalize(path.posix.join(path.posix.dirname(file), spec)).replace(/\.js$/, '.ts') }
+    : { from: file, relative: false, target: spec });
+}
+
+const files = PRODUCTION.flatMap(tsFiles);
+const imports = files.flatMap(importsOf);
+const under = (dir: string) => (p: string) => p === dir || p.startsWith(`${dir}/`);
+
+/** Imports from files under `from` that reach a file matching `forbidden`, as "a -> b" lines. */
+function violations(from: (p: string) => boolean, forbidden: (i: Import) => boolean): string[] {
+  return imports.filter((i) => from(i.from) && forbidden(i)).map((i) => `${i.from} -> ${i.target}`);
+}
+const reaches = (...dirs: string[]) => (i: Import) => i.relative && dirs.some((d) => under(d)(i.target));
+
+describe('architecture', () => {
+  it('reads the imports it checks', () => {
+    expect(files.length).toBeGreaterThan(50);
+    expect(imports.some((i) => i.from === 'api/app.ts' && i.target === 'api/routes/bookings.ts')).toBe(true);
+  });
+
+  it('shared/ imports nothing from api/, workers/, dashboards/ or sandbox/', () => {
+    expect(violations(under('shared'), reaches('api', 'workers', 'dashboards', 'sandbox'))).toEqual([]);
+  });
+
+  it('api/ and dashboards/ import nothing from workers/ or sandbox/', () => {
+    expect(violations((p) => under('api')(p) || under('dashboards')(p), reaches('workers', 'sandbox'))).toEqual([]);
+  });
+
+  it('workers/ import nothing from api/, dashboards/ or sandbox/', () => {
+    expect(violations(under('workers'), reaches('api', 'dashboards', 'sandbox'))).toEqual([]);
+  });
+
+  it('routes import no shared/db/ (they call use cases)', () => {
+    expect(violations(under('api/routes'), reaches('shared/db'))).toEqual([]);
+  });
+
+  it('the domain imports only the domain: no packages, no I/O', () => {
+    expect(violations(under('shared/domain'), (i) => !i.relative || !under('shared/domain')(i.target))).toEqual([]);
+  });
+
+  it('the sandbox provider uses only the provider contract and process plumbing of shared/', () => {
+    const allowed = ['shared/psp', 'shared/logger.ts', 'shared/config.ts', 'shared/process.ts'];
+    expect(violations(under('sandbox'), (i) => reaches('api', 'workers', 'dashboards')(i)
+      || (reaches('shared')(i) && !allowed.some((a) => under(a)(i.target))))).toEqual([]);
+  });
+
+  it(`no production file is over ${MAX_LINES} lines`, () => {
+    const long = files
+      .map((f) => ({ f, lines: readFileSync(path.join(ROOT, f), 'utf8').split('\n').length }))
+      .filter((x) => x.lines > MAX_LINES)
+      .map((x) => `${x.f}: ${x.lines}`);
+    expect(long).toEqual([]);
+  });
+});

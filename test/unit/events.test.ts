@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { EVENTS, messageKeyOf, parseEvent } from '../../shared/events/payloads.js';
+import { EVENT_TYPES } from '../../shared/events/topics.js';
+
+const envelope = { eventId: '7f1c1a8e-4a1b-4c55-9c55-0d7a3f1e2b10', occurredAt: '2030-01-01T00:00:00.000Z' };
+
+describe('event payloads', () => {
+  it('every event type has a payload schema and a message key', () => {
+    expect(Object.keys(EVENTS).sort()).toEqual([...EVENT_TYPES].sort());
+  });
+
+  it('keys by booking, inventory.adjusted by room type', () => {
+    expect(messageKeyOf('booking.expired', { bookingId: 5, customerId: 9, kind: 'car' })).toBe(5);
+    expect(messageKeyOf('inventory.adjusted', {
+      bookingId: null, roomTypeId: 3, from: '2030-01-01', to: '2030-01-02', sellable: 4, reason: 'r', actor: 'operator:1',
+    })).toBe(3);
+  });
+
+  it('parses a stored event by its type, ignores unknown types, refuses a malformed known one', () => {
+    const held = {
+      ...envelope, type: 'booking.held', bookingId: 1, customerId: 2, kind: 'stay', roomTypeId: 3, checkIn: '2030-01-01',
+      checkOut: '2030-01-03', rooms: 1, holdExpiresAt: '2030-01-01T00:15:00.000Z', depositAmount: 100, currency: 'VND',
+    };
+    expect(parseEvent('booking.held', held)).toMatchObject({ type: 'booking.held', bookingId: 1, kind: 'stay', rooms: 1 });
+    expect(parseEvent('rate.updated', { ...envelope, type: 'rate.updated', ratePlanId: 1 })).toBeNull();
+    expect(() => parseEvent('refund.requested', { ...envelope, type: 'refund.requested', bookingId: 1 })).toThrow();
+  });
+});
