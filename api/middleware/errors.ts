@@ -4,7 +4,8 @@ import { DomainError, type ErrorCode } from '../../shared/domain/errors.js';
 import { logger } from '../../shared/logger.js';
 import type { ApiState } from '../context.js';
 
-const statusOf: Record<ErrorCode, number> = {
+/** Each error code's HTTP status (413 is VALIDATION's own case, below); the OpenAPI document reads it too. */
+export const ERROR_STATUS: Record<ErrorCode, number> = {
   VALIDATION: 400,
   UNAUTHENTICATED: 401,
   INVALID_SIGNATURE: 401,
@@ -30,7 +31,7 @@ export class BodyTooLargeError extends DomainError {
   }
 }
 
-export const httpStatusOf = (e: DomainError) => (e instanceof BodyTooLargeError ? 413 : statusOf[e.code]);
+export const httpStatusOf = (e: DomainError) => (e instanceof BodyTooLargeError ? 413 : ERROR_STATUS[e.code]);
 
 export function errorBody(e: DomainError) {
   return { error: { code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) } };

@@ -7,6 +7,9 @@ import { webhookEventSchema } from '../../shared/psp/webhook-event.js';
 import { DomainError } from '../../shared/domain/errors.js';
 import { handleWebhook } from '../../shared/usecases/payments.js';
 import { logger } from '../../shared/logger.js';
+import { z } from 'zod';
+import { pspSignatureHeader, webhookAnswer } from '../schemas/payments.js';
+import type { Operation } from '../openapi/operation.js';
 
 export function paymentRoutes(deps: ApiDeps) {
   const router = new Router<ApiState>();
@@ -24,3 +27,16 @@ export function paymentRoutes(deps: ApiDeps) {
   });
   return router;
 }
+
+export const paymentOperations: Operation[] = [
+  {
+    operationId: 'paymentWebhook', method: 'post', path: '/payments/webhook', tag: 'payments', auth: 'public',
+    summary: "The payment provider's events",
+    description: 'Authenticated by its signature only. Every validly signed event is acknowledged (duplicates, unknown types and '
+      + 'unknown references too); its effect is committed before the answer. A signed body that is not a well-formed event is 400.',
+    headers: z.object({ 'Psp-Signature': pspSignatureHeader }),
+    body: webhookEventSchema,
+    answer: { status: 200, description: 'Received', schema: webhookAnswer },
+    errors: ['INVALID_SIGNATURE'],
+  },
+];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { id, instant, isoDate } from './common.js';
+import { dateOut, id, instant, instantOut, isoDate, money } from './common.js';
+import { BOOKING_STATUSES } from '../../shared/domain/booking-status.js';
 
 /** POST /bookings for a car (from in the future, from < to, ≤ 30 days: checked by the hold use case) */
 export const carHoldBody = z.object({ carId: id, from: instant, to: instant });
@@ -11,3 +12,20 @@ export const holdBodyObject = z.record(z.unknown(), { invalid_type_error: 'a JSO
 export const idempotencyKeyHeader = z.string().min(1).max(255).optional();
 /** POST /bookings/{id}/cancel */
 export const cancelBody = z.object({ reason: z.string().max(500).optional() }).optional();
+
+const kind = z.enum(['car', 'stay']);
+/** 201 of POST /bookings (and its replays). */
+export const holdAnswer = z.object({
+  bookingId: id, kind, status: z.literal('HOLD'), holdExpiresAt: instantOut, depositAmount: money, currency: z.string(), paymentUrl: z.string().url(),
+}).strict();
+/** GET /bookings/{id}: the other kind's fields are null; holdExpiresAt only in HOLD. */
+export const bookingAnswer = z.object({
+  bookingId: id, kind, status: z.enum(BOOKING_STATUSES), customerId: id,
+  carId: id.nullable(), from: instantOut.nullable(), to: instantOut.nullable(),
+  roomTypeId: id.nullable(), checkIn: dateOut.nullable(), checkOut: dateOut.nullable(), rooms: z.number().int().positive().nullable(),
+  depositAmount: money, currency: z.string(), holdExpiresAt: instantOut.nullable(),
+  payment: z.object({ status: z.literal('SUCCEEDED'), amount: money }).strict().nullable(),
+  refund: z.object({ amount: money, status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']) }).strict().nullable(),
+}).strict();
+export const cancelAnswer = z.object({ bookingId: id, status: z.literal('CANCELLED'), refundAmount: money, currency: z.string() }).strict();
+export const tripAnswer = z.object({ bookingId: id, status: z.enum(['ON_TRIP', 'COMPLETED']) }).strict();

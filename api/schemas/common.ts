@@ -18,3 +18,8 @@ export const isoDate = z
 export const text = (max = 200) => z.string().trim().min(1).max(max);
 /** Query integers arrive as strings. */
 export const queryInt = (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def);
+
+// Answers are described for the OpenAPI document only. They are strict, so a field an answer gains
+// without its schema fails the test that checks live answers against the document.
+export const instantOut = z.string().datetime({ offset: true });
+export const dateOut = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);
