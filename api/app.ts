@@ -7,6 +7,7 @@ import { requestId } from './middleware/request-id.js';
 import { errors } from './middleware/errors.js';
 import { body } from './middleware/body.js';
 import { httpMetrics } from './middleware/http-metrics.js';
+import { accessLog } from './middleware/access-log.js';
 import { healthOperations, healthRoutes } from './routes/health.js';
 import { docsOperations, docsRoutes } from './routes/docs.js';
 import { carOperations, carRoutes } from './routes/cars.js';
@@ -38,6 +39,7 @@ export function createApp(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = [])
   app.proxy = true;
   for (const m of outer) app.use(m);
   app.use(requestId);
+  app.use(accessLog);
   app.use(httpMetrics(deps.metrics));
   app.use(errors);
   app.use(body);

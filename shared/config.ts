@@ -37,6 +37,11 @@ const schema = z.object({
   REDIS_KEY_PREFIX: z.string().default(''),
   // Not in the contract: seconds the API keeps serving (with /ready at 503) after a stop signal.
   SHUTDOWN_DELAY_S: int(0),
+  // Not in the contract: observability. The name on every log line (npm start sets it from the Procfile;
+  // else the process's kind); a worker's metrics port (unset: METRICS_PORT_BASE + the kind's offset, 0: none).
+  PROC_NAME: optionalString,
+  METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65_535).optional()),
+  METRICS_PORT_BASE: int(9100),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -1,6 +1,9 @@
 import { pathToFileURL } from 'node:url';
-import { logger } from './logger.js';
+import { logger, nameProcess } from './logger.js';
+import { config } from './config.js';
 import { markStopRequested, onSupervisorExit } from './supervision.js';
+import { collectProcessMetrics } from './metrics/registry.js';
+import { metricsPortOf, serveMetrics } from './metrics/server.js';
 
 /** True when the module at `url` is the file node was started with (the process's entry point). */
 export const isEntry = (url: string): boolean => process.argv[1] !== undefined && url === pathToFileURL(process.argv[1]).href;
@@ -24,11 +27,17 @@ export function onShutdown(stop: () => Promise<void>, log: (m: string) => void =
 
 /**
  * The life of every long-running process (api, workers, dispatcher, relay, dashboard): `start` returns
- * its `stop`, which runs once on SIGTERM/SIGINT. The one place to add what every process needs.
+ * its `stop`, which runs once on SIGTERM/SIGINT. The one place to add what every process needs: its name
+ * on every log line, process metrics, and a worker's /metrics port (shared/metrics/server.ts).
  */
 export async function runProcess(name: string, start: () => Promise<() => Promise<void>>): Promise<void> {
-  const log = logger.child({ proc: name });
+  collectProcessMetrics(nameProcess(name));
+  const port = metricsPortOf(name, config());
+  const stopMetrics = port === null ? async () => {} : await serveMetrics(port, logger);
   const stop = await start();
-  log.info('started');
-  onShutdown(stop, (m) => log.info(m));
+  logger.info('started');
+  onShutdown(async () => {
+    await stop();
+    await stopMetrics();
+  }, (m) => logger.info(m));
 }

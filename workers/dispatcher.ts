@@ -10,6 +10,8 @@ import { withTimeout } from '../shared/async.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues, enqueueNotification, enqueueRefund, openQueues, scheduleExpiry, type Queues } from '../shared/queues/queues.js';
 import { drainOnNotify } from './wake.js';
+import { traceparentFor, withCorrelation, type Correlation } from '../shared/correlation.js';
+import { countByType, dispatcherDispatched } from '../shared/metrics/work.js';
 
 const BATCH = 500;
 // The claimed rows stay locked while jobs are added, and the relay waits on them (to keep per-booking
@@ -28,6 +30,10 @@ function eventOf(row: OutboxRow): PublishedEvent | null {
     return null;
   }
 }
+
+/** The request an event was written for: its jobs carry it on (shared/queues addJob). */
+const correlationOf = (r: OutboxRow): Correlation | undefined =>
+  r.requestId ? { requestId: r.requestId, traceparent: r.traceparent ?? traceparentFor(r.requestId) } : undefined;
 
 /** The jobs an event asks for. Job ids are derived from the event, so dispatching twice adds nothing. */
 async function enqueue(queues: Queues, row: OutboxRow): Promise<void> {
@@ -53,8 +59,9 @@ export async function dispatchBatch(db: DatabasePool, queues: Queues, redisAlive
   return db.transaction(async (tx) => {
     const rows = await claimUndispatched(tx, BATCH);
     if (rows.length === 0) return false;
-    await withTimeout(Promise.all(rows.map((r) => enqueue(queues, r))), ENQUEUE_TIMEOUT_MS, 'enqueue');
+    await withTimeout(Promise.all(rows.map((r) => withCorrelation(correlationOf(r), () => enqueue(queues, r)))), ENQUEUE_TIMEOUT_MS, 'enqueue');
     await markDispatched(tx, rows.map((r) => r.id));
+    countByType(dispatcherDispatched, rows);
     return rows.length === BATCH;
   });
 }

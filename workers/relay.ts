@@ -1,12 +1,13 @@
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import type { DatabasePool } from '../shared/db/pool.js';
-import { claimUnpublished, lockShard, markPublished, SHARDS } from '../shared/db/outbox.js';
+import { claimUnpublished, lockShard, markPublished, SHARDS, type OutboxRow } from '../shared/db/outbox.js';
 import { EVENT_TYPES, topicName } from '../shared/events/topics.js';
 import { parseConfig } from '../shared/config.js';
 import { createDb } from '../shared/db/pool.js';
 import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import { drainOnNotify } from './wake.js';
+import { countByType, relayPublished } from '../shared/metrics/work.js';
 
 const BATCH = 1000;
 
@@ -26,6 +27,14 @@ export async function ensureTopics(kafka: Kafka, prefix: string): Promise<void> 
   }
 }
 
+/** `event-id`, `event-type`, and when the event was written for a request, `request-id` and W3C `traceparent`. */
+function headersOf(r: OutboxRow): Record<string, string> {
+  const headers: Record<string, string> = { 'event-id': r.eventId, 'event-type': r.topic };
+  if (r.requestId) headers['request-id'] = r.requestId;
+  if (r.traceparent) headers.traceparent = r.traceparent;
+  return headers;
+}
+
 /**
  * Publishes one shard's batch inside the transaction that holds its rows, then marks them. A crash
  * between publish and commit republishes the batch: at least once, never lost.
@@ -39,10 +48,11 @@ async function publishShard(db: DatabasePool, producer: Producer, prefix: string
     for (const r of rows) {
       const topic = topicName(prefix, r.topic);
       if (!byTopic.has(topic)) byTopic.set(topic, []);
-      byTopic.get(topic)!.push({ key: r.key, value: JSON.stringify(r.payload), headers: { 'event-id': r.eventId, 'event-type': r.topic } });
+      byTopic.get(topic)!.push({ key: r.key, value: JSON.stringify(r.payload), headers: headersOf(r) });
     }
     await producer.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })), acks: -1 });
     await markPublished(tx, rows.map((r) => r.id));
+    countByType(relayPublished, rows);
     return rows.length;
   });
 }

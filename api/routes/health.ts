@@ -14,8 +14,8 @@ export function healthRoutes(deps: ApiDeps) {
     ctx.body = { status: 'ready' };
   });
   router.get('/metrics', async (ctx) => {
-    ctx.type = deps.metrics.registry.contentType;
-    ctx.body = await deps.metrics.registry.metrics();
+    ctx.type = deps.metrics.contentType;
+    ctx.body = await deps.metrics.scrape();
   });
   return router;
 }

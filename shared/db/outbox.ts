@@ -8,6 +8,8 @@ export const outboxRow = z.object({
   key: z.string(),
   payload: z.record(z.unknown()),
   createdAt: z.string(),
+  requestId: z.string().nullable(),
+  traceparent: z.string().nullable(),
 });
 export type OutboxRow = z.infer<typeof outboxRow>;
 
@@ -16,16 +18,20 @@ export interface NewOutboxRow {
   topic: string;
   key: string;
   payload: Record<string, unknown>;
+  /** The request (or job) the event was written for, and its trace context. */
+  requestId: string | null;
+  traceparent: string | null;
 }
 
 /** One INSERT in the caller's transaction: the event exists exactly when the change it describes does. */
 export async function insertOutboxEvent(tx: CommonQueryMethods, row: NewOutboxRow): Promise<void> {
   await tx.query(sql.typeAlias('void')`
-    INSERT INTO outbox (event_id, topic, message_key, payload)
-    VALUES (${row.eventId}, ${row.topic}, ${row.key}, ${sql.jsonb(row.payload as never)})`);
+    INSERT INTO outbox (event_id, topic, message_key, payload, request_id, traceparent)
+    VALUES (${row.eventId}, ${row.topic}, ${row.key}, ${sql.jsonb(row.payload as never)}, ${row.requestId}, ${row.traceparent})`);
 }
 
-const columns = sql.fragment`id, event_id::text AS "eventId", topic, message_key AS key, payload, created_at AS "createdAt"`;
+const columns = sql.fragment`id, event_id::text AS "eventId", topic, message_key AS key, payload, created_at AS "createdAt",
+  request_id AS "requestId", traceparent`;
 
 /** Rows not yet turned into jobs; SKIP LOCKED lets several dispatchers share the table. */
 export async function claimUndispatched(tx: CommonQueryMethods, limit: number) {
@@ -64,9 +70,20 @@ export async function markPublished(tx: CommonQueryMethods, ids: readonly number
   await tx.query(sql.typeAlias('void')`UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY(${sql.array(ids, 'int8')})`);
 }
 
-export async function outboxLag(db: CommonQueryMethods) {
-  return db.one(sql.type(z.object({ pending: z.number(), lagSeconds: z.number() }))`
-    SELECT count(*)::int AS pending,
-           coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)::float8 AS "lagSeconds"
-    FROM outbox WHERE published_at IS NULL`);
+const backlogRow = z.object({
+  unpublished: z.number(), oldestUnpublishedAgeSeconds: z.number(), undispatched: z.number(), oldestUndispatchedAgeSeconds: z.number(),
+});
+
+/**
+ * Events waiting for the relay (unpublished) and for the dispatcher (undispatched): counts and the age of the
+ * oldest, 0 when none. Each subquery matches a partial index's predicate, so only waiting rows are read.
+ */
+export async function outboxBacklog(db: CommonQueryMethods) {
+  return db.one(sql.type(backlogRow)`
+    SELECT (SELECT count(*) FROM outbox WHERE published_at IS NULL)::int AS unpublished,
+           coalesce(extract(epoch FROM clock_timestamp() - (SELECT min(created_at) FROM outbox WHERE published_at IS NULL)), 0)::float8
+             AS "oldestUnpublishedAgeSeconds",
+           (SELECT count(*) FROM outbox WHERE dispatched_at IS NULL)::int AS undispatched,
+           coalesce(extract(epoch FROM clock_timestamp() - (SELECT min(created_at) FROM outbox WHERE dispatched_at IS NULL)), 0)::float8
+             AS "oldestUndispatchedAgeSeconds"`);
 }

@@ -1,4 +1,6 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
+import { z } from 'zod';
+import { currentCorrelation, traceparentFor, type Correlation } from '../correlation.js';
 import type { Config } from '../config.js';
 import {
   EXPIRY_QUEUE, NOTIFICATIONS_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES,
@@ -31,8 +33,18 @@ export async function closeQueues(queues: Queues): Promise<void> {
   await Promise.all(Object.values(queues).map((q) => q.close()));
 }
 
+const jobCorrelation = z.object({ requestId: z.string().max(200).optional(), traceparent: z.string().max(55).optional() });
+
+/** The request id (and trace context) a job was enqueued in, if any: its job data carries them beside the payload. */
+export function correlationOf(data: unknown): Correlation | undefined {
+  const c = jobCorrelation.safeParse(data);
+  return c.success && c.data.requestId ? { requestId: c.data.requestId, traceparent: c.data.traceparent ?? traceparentFor(c.data.requestId) } : undefined;
+}
+
+/** Adds a job; its data also carries the correlation of the work adding it (the payload schemas ignore those fields). */
 function addJob<Q extends QueueName>(queues: Queues, queue: Q, name: string, data: JobData<Q>, opts: { jobId: string; delay?: number; removeOnComplete?: boolean; removeOnFail?: boolean }) {
-  return queues[queue].add(name, data, opts);
+  const c = currentCorrelation();
+  return queues[queue].add(name, c ? { ...data, requestId: c.requestId, traceparent: c.traceparent } : data, opts);
 }
 
 /** The expiry check of a hold at `at` (a no-op when that check is already queued). */

@@ -99,7 +99,11 @@ describe('request ids, OpenAPI document and metrics', () => {
     expect(r.text).toContain('bookings_total');
     expect(r.text).toContain('rate_limiter_fail_open_total');
     expect(r.text).toContain('queue_depth');
-    expect(r.text).toContain('outbox_lag_seconds');
+    // outbox_lag_seconds (a count and an age under one name) became one metric per measure, in honest units.
+    for (const name of ['outbox_unpublished_events', 'outbox_oldest_unpublished_age_seconds', 'outbox_undispatched_events',
+      'outbox_oldest_undispatched_age_seconds', 'refunds_pending', 'refunds_pending_oldest_age_seconds', 'refunds_pending_over_1h']) {
+      expect(r.text).toMatch(new RegExp(`^${name} \\d`, 'm'));
+    }
   });
   it('echoes any header-safe X-Request-Id', async () => {
     const r = await h.req('GET', '/health', { headers: { 'x-request-id': 'trace abc/42:x' } });
