@@ -9,13 +9,12 @@ import type { Metrics } from './metrics.js';
 
 const SCRAPE_BUDGET_MS = 1000;
 
-/** One read shared by the gauges of one scrape (they collect at the same moment): null when it failed or timed out. */
+/** One read shared by the gauges of one scrape (they collect together): null when it failed or took too long. */
 function perScrape<T>(read: () => Promise<T>): () => Promise<T | null> {
-  let last: { at: number; value: Promise<T | null> } | null = null;
-  return () => {
-    if (!last || Date.now() - last.at > SCRAPE_BUDGET_MS) last = { at: Date.now(), value: valueWithin(read(), SCRAPE_BUDGET_MS) };
-    return last.value;
-  };
+  let inFlight: Promise<T | null> | null = null;
+  return () => (inFlight ??= valueWithin(read(), SCRAPE_BUDGET_MS).finally(() => {
+    inFlight = null;
+  }));
 }
 
 /**
