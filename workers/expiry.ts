@@ -21,7 +21,7 @@ export const expiryWorker: WorkerDefinition<typeof EXPIRY_QUEUE> = {
     if ('sweep' in data) return { scheduled: await sweepDueHolds(deps) };
     const outcome = await processExpiry(deps, data.bookingId);
     if (outcome.kind === 'not_due' || outcome.kind === 'kept') await scheduleExpiry(deps.queues, data.bookingId, outcome.checkAt);
-    if (outcome.kind === 'expired') expiryLag.observe(Math.max(0, outcome.lateMs) / 1000);
+    if (outcome.kind === 'expired') expiryLag.observe({ pay_requested: String(outcome.payRequested) }, Math.max(0, outcome.lateMs) / 1000);
     return outcome;
   },
 };

@@ -12,8 +12,13 @@ export const jobDuration = new Histogram({
 export const jobFailures = new Counter({
   name: 'job_failures_total', help: 'Failed job attempts by queue (each retry that fails counts)', labelNames: ['queue'], registers,
 });
+/**
+ * `pay_requested="false"`: holds nobody tried to pay, due within 1 s of holdExpiresAt (the contract's promise);
+ * `"true"`: holds the worker may have kept for up to PAYMENT_GRACE_S while a payment could be in flight.
+ */
 export const expiryLag = new Histogram({
-  name: 'expiry_lag_seconds', help: 'EXPIRED − holdExpiresAt of each hold the expiry worker expired', buckets: LAG_BUCKETS, registers,
+  name: 'expiry_lag_seconds', help: 'EXPIRED − holdExpiresAt of each hold the expiry worker expired, by whether a payment was asked for',
+  labelNames: ['pay_requested'], buckets: LAG_BUCKETS, registers,
 });
 export const pspDuration = new Histogram({
   name: 'psp_request_duration_seconds',

@@ -12,8 +12,8 @@ export type ExpiryOutcome =
   | { kind: 'not_due'; checkAt: Date }
   | { kind: 'kept'; checkAt: Date; why: 'processing' | 'unreachable' }
   | { kind: 'confirmed' }
-  /** `lateMs`: EXPIRED − holdExpiresAt, for the expiry lag metric. */
-  | { kind: 'expired'; lateMs: number }
+  /** `lateMs`: EXPIRED − holdExpiresAt, for the expiry lag metric (payRequested: the hold may have been kept for a payment). */
+  | { kind: 'expired'; lateMs: number; payRequested: boolean }
   | { kind: 'lost_race' };
 
 /** Re-check delay while a payment may be in flight: grows with the time past expiry, 1 s to 30 s. */
@@ -81,5 +81,5 @@ async function expireLocked(tx: CommonQueryMethods, deps: Deps, b: Booking): Pro
   await applyInventoryEffect(tx, b, 'HOLD', 'EXPIRED', 'system:expiry');
   const now = deps.clock.now();
   await writeEvent(tx, 'booking.expired', now, { bookingId: b.id, customerId: b.customerId, kind: b.kind });
-  return { kind: 'expired', lateMs: now.getTime() - (b.holdExpiresAt?.getTime() ?? now.getTime()) };
+  return { kind: 'expired', lateMs: now.getTime() - (b.holdExpiresAt?.getTime() ?? now.getTime()), payRequested: b.payRequestedAt !== null };
 }

@@ -42,7 +42,7 @@ describe('/metrics after real work', () => {
 
     const text = await waitFor(async () => {
       const t = await scrape();
-      return (sample(t, 'expiry_lag_seconds_count') ?? 0) >= 1 ? t : null;
+      return (sample(t, 'expiry_lag_seconds_count', { pay_requested: 'false' }) ?? 0) >= 1 ? t : null;
     }, 10_000);
     expect(sample(text, 'psp_request_duration_seconds_count', { operation: 'POST /v1/payment_intents', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'webhooks_total', { type: 'payment_intent.processing', outcome: 'ignored' })).toBe(1);
