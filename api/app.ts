@@ -11,6 +11,7 @@ import { bookingRoutes } from './routes/bookings.js';
 import { paymentRoutes } from './routes/payments.js';
 import { hotelRoutes } from './routes/hotels.js';
 import { openapiRoutes } from './routes/openapi.js';
+import { rateRoutes } from './routes/rates.js';
 
 export function createApp(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = []): Koa<ApiState> {
   const app = new Koa<ApiState>();
@@ -21,7 +22,7 @@ export function createApp(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = [])
   app.use(errors);
   app.use(body);
   const routeDeps: RouteDeps = { ...deps, searchCache: redisSearchCache(deps.redis, deps.metrics, deps.config.SEARCH_CACHE_TTL_S) };
-  for (const routes of [healthRoutes, openapiRoutes, carRoutes, bookingRoutes, paymentRoutes, hotelRoutes]) {
+  for (const routes of [healthRoutes, openapiRoutes, carRoutes, bookingRoutes, paymentRoutes, hotelRoutes, rateRoutes]) {
     const router = routes(routeDeps);
     app.use(router.routes());
   }
