@@ -10,7 +10,9 @@ export const createHotelBody = z.object({
 });
 
 /** POST /hotels/{hotelId}/room-types */
-export const createRoomTypeBody = z.object({ name: text(200), depositAmount: money, currency: currency.default('VND') });
+export const createRoomTypeBody = z.object({
+  name: text(200), depositAmount: money, currency: currency.default('VND'), maxGuests: z.number().int().min(1).max(100).default(2),
+});
 
 /** GET /room-types/{roomTypeId}/inventory and …/audit: nights [from, to) */
 export const nightRangeQuery = z.object({ from: isoDate, to: isoDate });
