@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import { id, instant, isoDate } from './common.js';
+import { guests, id, instant, isoDate, rooms } from './common.js';
 
 /** POST /bookings for a car (from in the future, from < to, ≤ 30 days: checked by the hold use case) */
 export const carHoldBody = z.object({ carId: id, from: instant, to: instant });
 /** POST /bookings for a stay: the body names `roomTypeId` */
-export const stayHoldBody = z.object({ roomTypeId: id, checkIn: isoDate, checkOut: isoDate, rooms: z.number().int().min(1).max(100).default(1) });
+export const stayHoldBody = z.object({
+  roomTypeId: id, checkIn: isoDate, checkOut: isoDate, rooms, guests, ratePlanId: id.optional(), quoteId: id.optional(),
+});
 /** Any POST /bookings body is first a JSON object. */
 export const holdBodyObject = z.record(z.unknown(), { invalid_type_error: 'a JSON object is required', required_error: 'a JSON object is required' });
 /** The Idempotency-Key header of POST /bookings */

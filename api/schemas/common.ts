@@ -18,3 +18,7 @@ export const isoDate = z
 export const text = (max = 200) => z.string().trim().min(1).max(max);
 /** Query integers arrive as strings. */
 export const queryInt = (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def);
+/** Rooms of a stay (a hold or a quote). */
+export const rooms = z.number().int().min(1).max(100).default(1);
+/** Guests of a stay; at most maxGuests × rooms is the domain's rule. */
+export const guests = z.number().int().min(1).max(10_000).default(1);

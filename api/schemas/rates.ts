@@ -3,14 +3,11 @@
  * OpenAPI document can be generated from them.
  */
 import { z } from 'zod';
-import { id, isoDate, text } from './common.js';
+import { guests, id, isoDate, rooms, text } from './common.js';
 import { MAX_NIGHT_PRICE } from '../../shared/domain/rates.js';
 
 /** Stay length limits are the contract's (1–30 nights); a restriction beyond 366 nights means nothing. */
 const stayNights = z.number().int().min(1).max(366);
-
-export const rooms = z.number().int().min(1).max(100).default(1);
-export const guests = z.number().int().min(1).max(10_000).default(1);
 
 export const ratePlanBody = z.object({ name: text(200) });
 
@@ -41,11 +38,6 @@ export const calendarBody = z
   });
 
 export const quoteBody = z.object({ roomTypeId: id, ratePlanId: id, checkIn: isoDate, checkOut: isoDate, rooms, guests });
-
-/** POST /bookings for a stay (a body with roomTypeId). */
-export const stayHoldBody = z.object({
-  roomTypeId: id, checkIn: isoDate, checkOut: isoDate, rooms, guests, ratePlanId: id.optional(), quoteId: id.optional(),
-});
 
 /** Answers, for the OpenAPI document. */
 export const calendarNight = z.object({

@@ -119,3 +119,6 @@ export function judgeStay(v: StayView): StayPrice | null {
   if (v.quotedTotal !== null && v.quotedTotal !== price.totalAmount) throw priceChanged(v.quotedTotal, price.totalAmount);
   return price;
 }
+
+/** A car's price counts every started day: totalAmount = dailyPrice × carDays. */
+export const carDays = (from: Date, to: Date): number => Math.ceil((to.getTime() - from.getTime()) / 86_400_000);
