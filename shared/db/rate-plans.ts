@@ -42,7 +42,7 @@ const rateColumns = sql.fragment`r.night IS NOT NULL AS "set", r.price, r.min_st
   r.closed_to_arrival AS "closedToArrival", r.closed_to_departure AS "closedToDeparture", r.stop_sell AS "stopSell"`;
 
 type Stored = { date: string } & { [K in keyof typeof storedColumns]: z.infer<(typeof storedColumns)[K]> };
-const toNight = (s: Stored): CalendarNight => nightOrDefault(s.date, s.set ? (s as unknown as CalendarFields) : undefined);
+const toNight = ({ date, set, ...fields }: Stored): CalendarNight => nightOrDefault(date, set ? (fields as CalendarFields) : undefined);
 
 /** Every night of [from, from + count), defaults where never set. */
 export async function listCalendar(db: CommonQueryMethods, ratePlanId: number, from: string, count: number): Promise<CalendarNight[]> {
