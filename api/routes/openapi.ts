@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { ApiState } from '../context.js';
 
 const bearer = [{ bearer: [] }];
+const range = ['from', 'to'].map((name) => ({ name, in: 'query', required: true, schema: { type: 'string', format: 'date' } }));
 const op = (summary: string, extra: Record<string, unknown> = {}) => ({ summary, responses: { default: { $ref: '#/components/responses/Error' } }, ...extra });
 
 /** The contract's paths; field-level detail lives in CONTRACT.md and the zod schemas. */
@@ -31,6 +32,13 @@ export const openapiDocument = {
       get: op('Read nights (operator)', { security: bearer }),
     },
     '/room-types/{roomTypeId}/inventory/audit': { get: op('Inventory ledger (operator)', { security: bearer }) },
+    '/room-types/{roomTypeId}/rate-plans': { post: op('Create a rate plan in the room type\'s currency (operator)', { security: bearer }) },
+    '/rate-plans/{ratePlanId}/calendar': {
+      put: op('Set price and restrictions on every night of a range, ≤ 366 nights, all or none (operator)', { security: bearer }),
+      get: op('Read the nightly calendar of a range (operator)', { security: bearer, parameters: range }),
+    },
+    '/quotes': { post: op('Price a stay on a rate plan; reserves nothing (customer)', { security: bearer }) },
+    '/quotes/{quoteId}': { get: op('Read one of your quotes (customer)', { security: bearer }) },
     '/bookings': { post: op('Hold a car or a stay (customer); Idempotency-Key supported', { security: bearer }) },
     '/bookings/{id}': { get: op('Read a booking', { security: bearer }) },
     '/bookings/{id}/pay': { get: op('Redirect (303) to the provider checkout', { security: bearer }) },

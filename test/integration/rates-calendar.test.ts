@@ -170,3 +170,13 @@ describe('PUT / GET /rate-plans/{id}/calendar', () => {
     expect(await outboxOf('rate.updated', plan.id)).toHaveLength(1);
   });
 });
+
+describe('OpenAPI', () => {
+  it('lists the rate-plan, calendar and quote paths', async () => {
+    const r = await h.req('GET', '/openapi.json');
+    for (const p of ['/room-types/{roomTypeId}/rate-plans', '/rate-plans/{ratePlanId}/calendar', '/quotes', '/quotes/{quoteId}']) {
+      expect(r.json.paths[p], p).toBeDefined();
+    }
+    expect(Object.keys(r.json.paths['/rate-plans/{ratePlanId}/calendar']).sort()).toEqual(['get', 'put']);
+  });
+});
