@@ -3,7 +3,7 @@ import type { Actor } from '../domain/actor.js';
 import { forbidden, notFound } from '../domain/errors.js';
 import { datesFrom } from '../domain/hotel-dates.js';
 import { quoteFingerprint } from '../domain/quotes.js';
-import { findQuote, insertQuote, type QuoteRow } from '../db/quotes.js';
+import { findQuote, insertQuote, purgeQuotes, type QuoteRow } from '../db/quotes.js';
 import { judgeUnlocked, prepareStay, requestOf, type StayInput } from './stay-pricing.js';
 
 export interface QuoteView {
@@ -55,3 +55,9 @@ export async function getQuote(deps: Deps, actor: Actor, id: number): Promise<Qu
   if (!q) throw notFound('quote');
   return view(q);
 }
+
+/** A hold arriving this long after its quote's validUntil still hears QUOTE_EXPIRED; later ones hear NOT_FOUND. */
+export const KEEP_EXPIRED_QUOTES_HOURS = 24;
+
+/** Run by the quote-purge schedule (maintenance queue). */
+export const purgeExpiredQuotes = (deps: Pick<Deps, 'db'>): Promise<number> => purgeQuotes(deps.db, KEEP_EXPIRED_QUOTES_HOURS);

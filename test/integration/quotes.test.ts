@@ -3,6 +3,7 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 import { fixedClock } from '../../shared/domain/clock.js';
 import { addDays } from '../helpers/stays.js';
 import { codeOf, rateApi } from '../helpers/rates.js';
+import { purgeQuotes } from '../../shared/db/quotes.js';
 
 // Contract, "Prices, restrictions and quotes" (quotes and restrictions) and the stay body / 201 / booking fields of
 // POST /bookings. The server's clock is pinned (moved by the tests); dates are in the hotel's time zone.
@@ -187,5 +188,22 @@ describe('checkIn not before today in the hotel\'s time zone (server clock, DST-
       expect(q.json.totalAmount).toBe(203);
     }
     clock.set('2027-03-20T09:00:00Z');
+  });
+});
+
+describe('quote retention', () => {
+  it('quotes 24 h past validUntil are purged (by the expiry sweeper); younger ones stay', async () => {
+    clock.set('2027-03-20T09:00:00Z');
+    const { rt, plan } = await pricedRoomType();
+    const c = api.nextCustomer();
+    const body = { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: d(0), checkOut: d(1) };
+    const old = (await api.quote(c, body)).json.quoteId;
+    const recent = (await api.quote(c, body)).json.quoteId;
+    await h.sql(`UPDATE quote SET valid_until = now() - interval '25 hours' WHERE id = $1`, [old]);
+    await h.sql(`UPDATE quote SET valid_until = now() - interval '23 hours' WHERE id = $1`, [recent]);
+    expect(await purgeQuotes(h.deps.db, 24)).toBeGreaterThanOrEqual(1);
+    const get = (id: number) => h.req('GET', `/quotes/${id}`, { token: h.token(c, 'customer') });
+    expect(codeOf(await get(old))).toBe('404 NOT_FOUND');
+    expect(codeOf(await get(recent))).toBe('200');
   });
 });
