@@ -315,7 +315,7 @@ function slonikHold(db: DatabasePool): OneHold {
 async function pgHold(pool: pg.Pool): Promise<OneHold> {
   const sample = newHold();
   const ins = await capture((db) => insertCarHold(db, sample));
-  const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(),
+  const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(), h.days,
     h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString(), h.carId];
   const ev = heldEvent(42, sample);
   const out = await capture((db) => writeHeld(db, ev));
