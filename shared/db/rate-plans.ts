@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
 import { CALENDAR_DEFAULTS, nightOrDefault, type CalendarChange, type CalendarFields, type CalendarNight } from '../domain/rates.js';
+import { datesFrom } from '../domain/hotel-dates.js';
 
 export const ratePlanRow = z.object({ id: z.number(), roomTypeId: z.number(), name: z.string(), currency: z.string() });
 export type RatePlanRow = z.infer<typeof ratePlanRow>;
@@ -28,30 +29,31 @@ export async function findRatePlan(db: CommonQueryMethods, id: number, lock?: 'w
     WHERE rp.id = ${id} ${mode}`);
 }
 
-// A stored night's columns; every one is null when the night has no row.
-const storedColumns = {
-  set: z.boolean(),
+const storedNight = z.object({
+  date: z.string(),
   price: z.number().nullable(),
-  minStay: z.number().nullable(),
-  maxStay: z.number().nullable(),
-  closedToArrival: z.boolean().nullable(),
-  closedToDeparture: z.boolean().nullable(),
-  stopSell: z.boolean().nullable(),
-};
-const rateColumns = sql.fragment`r.night IS NOT NULL AS "set", r.price, r.min_stay AS "minStay", r.max_stay AS "maxStay",
-  r.closed_to_arrival AS "closedToArrival", r.closed_to_departure AS "closedToDeparture", r.stop_sell AS "stopSell"`;
+  minStay: z.number(),
+  maxStay: z.number(),
+  closedToArrival: z.boolean(),
+  closedToDeparture: z.boolean(),
+  stopSell: z.boolean(),
+});
+const nightColumns = sql.fragment`night::text AS date, price, min_stay AS "minStay", max_stay AS "maxStay",
+  closed_to_arrival AS "closedToArrival", closed_to_departure AS "closedToDeparture", stop_sell AS "stopSell"`;
 
-type Stored = { date: string } & { [K in keyof typeof storedColumns]: z.infer<(typeof storedColumns)[K]> };
-const toNight = ({ date, set, ...fields }: Stored): CalendarNight => nightOrDefault(date, set ? (fields as CalendarFields) : undefined);
+/** Every date of [from, from + count): the stored night, or the defaults where it was never set. */
+function fill(from: string, count: number, stored: readonly CalendarNight[]): CalendarNight[] {
+  const byDate = new Map(stored.map((n) => [n.date, n]));
+  return datesFrom(from, count).map((date) => byDate.get(date) ?? nightOrDefault(date, undefined));
+}
 
-/** Every night of [from, from + count), defaults where never set. */
+/** Every night of [from, from + count), defaults where never set (one index range scan). */
 export async function listCalendar(db: CommonQueryMethods, ratePlanId: number, from: string, count: number): Promise<CalendarNight[]> {
-  const rows = await db.any(sql.type(z.object({ date: z.string(), ...storedColumns }))`
-    SELECT (${from}::date + i)::text AS date, ${rateColumns}
-    FROM generate_series(0, ${count - 1}) i
-    LEFT JOIN rate_night r ON r.rate_plan_id = ${ratePlanId} AND r.night = ${from}::date + i
-    ORDER BY i`);
-  return rows.map(toNight);
+  const stored = await db.any(sql.type(storedNight)`
+    SELECT ${nightColumns} FROM rate_night
+    WHERE rate_plan_id = ${ratePlanId} AND night >= ${from}::date AND night < ${from}::date + ${count}::int
+    ORDER BY night`);
+  return fill(from, count, stored);
 }
 
 const columnOf: Record<keyof CalendarFields, string> = {
@@ -84,23 +86,41 @@ export interface StayNights {
   rate: { nights: CalendarNight[]; departure: CalendarNight } | null;
 }
 
+const stayRow = z.object({
+  kind: z.enum(['room', 'rate']),
+  date: z.string(),
+  available: z.number().nullable(),
+  price: z.number().nullable(),
+  minStay: z.number().nullable(),
+  maxStay: z.number().nullable(),
+  closedToArrival: z.boolean().nullable(),
+  closedToDeparture: z.boolean().nullable(),
+  stopSell: z.boolean().nullable(),
+});
+
 /**
  * The stay's room nights and calendar in ONE statement, so one snapshot: the unlocked read of quotes and of the
- * holds' fast refusal. Without a plan (null) the calendar part is empty.
+ * holds' fast refusal. Two index range scans (room nights of [checkIn, checkOut), calendar of [checkIn, checkOut]);
+ * without a plan (null) the calendar part is empty.
  */
 export async function readStayNights(
   db: CommonQueryMethods,
   q: { roomTypeId: number; ratePlanId: number | null; checkIn: string; nightCount: number },
 ): Promise<StayNights> {
-  const rows = await db.any(sql.type(z.object({ date: z.string(), available: z.number().nullable(), ...storedColumns }))`
-    SELECT (${q.checkIn}::date + i)::text AS date, n.sellable - n.held - n.confirmed AS available, ${rateColumns}
-    FROM generate_series(0, ${q.nightCount}) i
-    LEFT JOIN room_night n ON n.room_type_id = ${q.roomTypeId} AND n.night = ${q.checkIn}::date + i AND i < ${q.nightCount}
-    LEFT JOIN rate_night r ON r.rate_plan_id = ${q.ratePlanId}::bigint AND r.night = ${q.checkIn}::date + i
-    ORDER BY i`);
-  const roomNights = rows.filter((r) => r.available !== null).map((r) => ({ date: r.date, available: r.available! }));
+  const rows = await db.any(sql.type(stayRow)`
+    SELECT 'room' AS kind, night::text AS date, sellable - held - confirmed AS available, NULL::bigint AS price,
+           NULL::int AS "minStay", NULL::int AS "maxStay", NULL::boolean AS "closedToArrival",
+           NULL::boolean AS "closedToDeparture", NULL::boolean AS "stopSell"
+    FROM room_night
+    WHERE room_type_id = ${q.roomTypeId} AND night >= ${q.checkIn}::date AND night < ${q.checkIn}::date + ${q.nightCount}::int
+    UNION ALL
+    SELECT 'rate', night::text, NULL, price, min_stay, max_stay, closed_to_arrival, closed_to_departure, stop_sell
+    FROM rate_night
+    WHERE rate_plan_id = ${q.ratePlanId}::bigint AND night >= ${q.checkIn}::date AND night <= ${q.checkIn}::date + ${q.nightCount}::int`);
+  const roomNights = rows.filter((r) => r.kind === 'room').map((r) => ({ date: r.date, available: r.available! }));
   if (q.ratePlanId === null) return { roomNights, rate: null };
-  const calendar = rows.map(toNight);
+  const stored = rows.filter((r) => r.kind === 'rate').map(({ kind: _k, available: _a, ...n }) => n as CalendarNight);
+  const calendar = fill(q.checkIn, q.nightCount + 1, stored);
   return { roomNights, rate: { nights: calendar.slice(0, q.nightCount), departure: calendar[q.nightCount]! } };
 }
 
