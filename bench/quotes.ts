@@ -12,7 +12,7 @@
  * production with autovacuum off; the plans of the quote's queries are printed (EXPLAIN without ANALYZE).
  *
  * Env (defaults): RATE (1000), DURATION_S (10), WARMUP_S (3, at RATE / 2), ROOM_TYPES (2000), NIGHTS (365),
- * HOTELS (100), API_ENTRY (api/server.ts through tsx; dist/api/server.js after npm run build),
+ * HOTELS (100), API_ENTRY (api/server.ts through tsx; dist/api/server.js after npm run build), API_NODE_ARGS,
  * BENCH_REDIS_URL (redis://127.0.0.1:6379/7), KEEP_DB (0), BENCH_STRICT (0).
  * Target (issue 9): 1,000 quotes/s with p99 ≤ 30 ms.
  */
@@ -24,7 +24,7 @@ import {
 } from './lib.js';
 import { openLoop, type OpenLoopResult } from './open-loop.js';
 import { addDays } from '../shared/domain/hotel-dates.js';
-import { findStayCatalogue, readStayNights } from '../shared/db/rate-plans.js';
+import { readStay } from '../shared/db/rate-plans.js';
 import { findQuote, insertQuote } from '../shared/db/quotes.js';
 
 const RATE = envInt('RATE', 1000);
@@ -34,6 +34,8 @@ const ROOM_TYPES = envInt('ROOM_TYPES', 2000);
 const NIGHTS = envInt('NIGHTS', 365);
 const HOTELS = envInt('HOTELS', 100);
 const API_ENTRY = envStr('API_ENTRY', 'api/server.ts');
+/** Extra node flags for the API child, e.g. API_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof". */
+const API_NODE_ARGS = envStr('API_NODE_ARGS', '').split(' ').filter(Boolean);
 const REDIS_BASE = envStr('BENCH_REDIS_URL', 'redis://127.0.0.1:6379/7');
 const P99_TARGET_MS = 30;
 // Tomorrow in UTC is at least today in every hotel zone (checkIn may not be before the hotel's today).
@@ -75,8 +77,7 @@ async function explainQuoteQueries(url: string, db: pg.Client, roomTypeId: numbe
     await fn().catch(() => {}); // the empty answer may not satisfy the function; the plan is what we want
   };
   const checkIn = addDays(FIRST_NIGHT, 10);
-  await run('findStayCatalogue', () => findStayCatalogue(pool, roomTypeId, ratePlanId));
-  await run('readStayNights', () => readStayNights(pool, { roomTypeId, ratePlanId, checkIn, nightCount: 7 }));
+  await run('readStay (catalogue + nights, one statement)', () => readStay(pool, { roomTypeId, ratePlanId, checkIn, nightCount: 7 }));
   await run('insertQuote', () => insertQuote(pool, {
     customerId: 1, fingerprint: 'x', roomTypeId, ratePlanId, checkIn, checkOut: addDays(checkIn, 1), rooms: 1, guests: 1,
     nightPrices: [1], totalAmount: 1, depositAmount: 1, currency: 'VND', validUntil: new Date().toISOString(),
@@ -118,7 +119,7 @@ async function main() {
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `bq${tag}`,
       JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, PSP_API_KEY: `bench-psp-${tag}`, DASHBOARD_PASSWORD: `bench-dash-${tag}`,
       LOG_LEVEL: 'warn', NODE_ENV: 'production',
-    }, `/tmp/bench-quotes-api-${tag}.log`);
+    }, `/tmp/bench-quotes-api-${tag}.log`, API_NODE_ARGS);
     console.log(`\ndb ${db.name}; api pid ${api.child.pid} on ${api.url} (${API_ENTRY}; log ${api.logFile})`);
 
     const tokens = Array.from({ length: 2000 }, (_, i) => signJwt(secret, { sub: String(7_000_000 + i), role: 'customer' }, 3600));

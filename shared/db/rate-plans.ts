@@ -81,47 +81,9 @@ export async function writeCalendar(db: CommonQueryMethods, ratePlanId: number, 
 /** What a stay is judged on: room availability and the plan's calendar, per date of [checkIn, checkOut]. */
 export interface StayNights {
   /** Free rooms of each night of [checkIn, checkOut) that has inventory. */
-  roomNights: { date: string; available: number }[];
+  roomNights: readonly { date: string; available: number }[];
   /** The calendar of [checkIn, checkOut) and the checkOut date's own entry; null without a plan. */
   rate: { nights: CalendarNight[]; departure: CalendarNight } | null;
-}
-
-const stayRow = z.object({
-  kind: z.enum(['room', 'rate']),
-  date: z.string(),
-  available: z.number().nullable(),
-  price: z.number().nullable(),
-  minStay: z.number().nullable(),
-  maxStay: z.number().nullable(),
-  closedToArrival: z.boolean().nullable(),
-  closedToDeparture: z.boolean().nullable(),
-  stopSell: z.boolean().nullable(),
-});
-
-/**
- * The stay's room nights and calendar in ONE statement, so one snapshot: the unlocked read of quotes and of the
- * holds' fast refusal. Two index range scans (room nights of [checkIn, checkOut), calendar of [checkIn, checkOut]);
- * without a plan (null) the calendar part is empty.
- */
-export async function readStayNights(
-  db: CommonQueryMethods,
-  q: { roomTypeId: number; ratePlanId: number | null; checkIn: string; nightCount: number },
-): Promise<StayNights> {
-  const rows = await db.any(sql.type(stayRow)`
-    SELECT 'room' AS kind, night::text AS date, sellable - held - confirmed AS available, NULL::bigint AS price,
-           NULL::int AS "minStay", NULL::int AS "maxStay", NULL::boolean AS "closedToArrival",
-           NULL::boolean AS "closedToDeparture", NULL::boolean AS "stopSell"
-    FROM room_night
-    WHERE room_type_id = ${q.roomTypeId} AND night >= ${q.checkIn}::date AND night < ${q.checkIn}::date + ${q.nightCount}::int
-    UNION ALL
-    SELECT 'rate', night::text, NULL, price, min_stay, max_stay, closed_to_arrival, closed_to_departure, stop_sell
-    FROM rate_night
-    WHERE rate_plan_id = ${q.ratePlanId}::bigint AND night >= ${q.checkIn}::date AND night <= ${q.checkIn}::date + ${q.nightCount}::int`);
-  const roomNights = rows.filter((r) => r.kind === 'room').map((r) => ({ date: r.date, available: r.available! }));
-  if (q.ratePlanId === null) return { roomNights, rate: null };
-  const stored = rows.filter((r) => r.kind === 'rate').map(({ kind: _k, available: _a, ...n }) => n as CalendarNight);
-  const calendar = fill(q.checkIn, q.nightCount + 1, stored);
-  return { roomNights, rate: { nights: calendar.slice(0, q.nightCount), departure: calendar[q.nightCount]! } };
 }
 
 export const stayCatalogueRow = z.object({
@@ -135,13 +97,46 @@ export const stayCatalogueRow = z.object({
 });
 export type StayCatalogue = z.infer<typeof stayCatalogueRow>;
 
+const catalogueColumns = sql.fragment`rt.id AS "roomTypeId", rt.deposit_amount AS "depositAmount", rt.currency,
+  rt.max_guests AS "maxGuests", h.timezone, rp.room_type_id AS "ratePlanRoomTypeId"`;
+const catalogueFrom = (roomTypeId: number, ratePlanId: number | null) => sql.fragment`
+  FROM room_type rt
+  JOIN hotel h ON h.id = rt.hotel_id
+  LEFT JOIN rate_plan rp ON rp.id = ${ratePlanId}::bigint
+  WHERE rt.id = ${roomTypeId}`;
+
 /** The room type, its hotel's zone and the rate plan's room type, in one read; null when the room type does not exist. */
 export async function findStayCatalogue(db: CommonQueryMethods, roomTypeId: number, ratePlanId: number | null): Promise<StayCatalogue | null> {
-  return db.maybeOne(sql.type(stayCatalogueRow)`
-    SELECT rt.id AS "roomTypeId", rt.deposit_amount AS "depositAmount", rt.currency, rt.max_guests AS "maxGuests",
-           h.timezone, rp.room_type_id AS "ratePlanRoomTypeId"
-    FROM room_type rt
-    JOIN hotel h ON h.id = rt.hotel_id
-    LEFT JOIN rate_plan rp ON rp.id = ${ratePlanId}::bigint
-    WHERE rt.id = ${roomTypeId}`);
+  return db.maybeOne(sql.type(stayCatalogueRow)`SELECT ${catalogueColumns} ${catalogueFrom(roomTypeId, ratePlanId)}`);
+}
+
+const stayRead = stayCatalogueRow.extend({
+  roomNights: z.array(z.object({ date: z.string(), available: z.number() })),
+  rateNights: z.array(storedNight),
+});
+
+/**
+ * The room type's catalogue entry with the stay's room nights and calendar, in ONE statement, so one snapshot:
+ * what a quote is decided on, and the unlocked read of the holds' fast refusal. Primary-key lookups and two index
+ * range scans (room nights of [checkIn, checkOut), calendar of [checkIn, checkOut]); without a plan (null) the
+ * calendar part is null. Null when the room type does not exist.
+ */
+export async function readStay(
+  db: CommonQueryMethods,
+  q: { roomTypeId: number; ratePlanId: number | null; checkIn: string; nightCount: number },
+): Promise<{ catalogue: StayCatalogue; nights: StayNights } | null> {
+  const last = sql.fragment`${q.checkIn}::date + ${q.nightCount}::int`;
+  const row = await db.maybeOne(sql.type(stayRead)`
+    SELECT ${catalogueColumns},
+      (SELECT coalesce(json_agg(json_build_object('date', n.night::text, 'available', n.sellable - n.held - n.confirmed) ORDER BY n.night), '[]')
+       FROM room_night n WHERE n.room_type_id = rt.id AND n.night >= ${q.checkIn}::date AND n.night < ${last}) AS "roomNights",
+      (SELECT coalesce(json_agg(json_build_object('date', r.night::text, 'price', r.price, 'minStay', r.min_stay, 'maxStay', r.max_stay,
+                'closedToArrival', r.closed_to_arrival, 'closedToDeparture', r.closed_to_departure, 'stopSell', r.stop_sell) ORDER BY r.night), '[]')
+       FROM rate_night r WHERE r.rate_plan_id = ${q.ratePlanId}::bigint AND r.night >= ${q.checkIn}::date AND r.night <= ${last}) AS "rateNights"
+    ${catalogueFrom(q.roomTypeId, q.ratePlanId)}`);
+  if (!row) return null;
+  const { roomNights, rateNights, ...catalogue } = row;
+  if (q.ratePlanId === null) return { catalogue, nights: { roomNights, rate: null } };
+  const calendar = fill(q.checkIn, q.nightCount + 1, rateNights);
+  return { catalogue, nights: { roomNights, rate: { nights: calendar.slice(0, q.nightCount), departure: calendar[q.nightCount]! } } };
 }

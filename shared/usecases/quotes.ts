@@ -4,7 +4,10 @@ import { forbidden, notFound } from '../domain/errors.js';
 import { datesFrom } from '../domain/hotel-dates.js';
 import { quoteFingerprint } from '../domain/quotes.js';
 import { findQuote, insertQuote, purgeQuotes, type QuoteRow } from '../db/quotes.js';
-import { judgeUnlocked, prepareStay, requestOf, type StayInput } from './stay-pricing.js';
+import { readStay } from '../db/rate-plans.js';
+import { checkStay, judge, requestOf, type StayInput } from './stay-pricing.js';
+import { checkStayDates } from '../domain/booking.js';
+import { nightsBetween } from '../domain/nights.js';
 
 export interface QuoteView {
   quoteId: number;
@@ -37,8 +40,11 @@ const view = (q: QuoteRow): QuoteView => {
  */
 export async function createQuote(deps: Deps, actor: Actor, input: StayInput & { ratePlanId: number }): Promise<QuoteView> {
   if (actor.role !== 'customer') throw forbidden();
-  const stay = await prepareStay(deps, actor, { ...input, quoteId: undefined });
-  const price = (await judgeUnlocked(deps.db, stay))!;
+  checkStayDates(input.checkIn, input.checkOut);
+  // One statement reads the catalogue entry and the nights (a quote's cost is mostly round trips).
+  const read = await readStay(deps.db, { ...input, nightCount: nightsBetween(input.checkIn, input.checkOut) });
+  const stay = checkStay(actor, input, read?.catalogue ?? null, deps.clock.now());
+  const price = judge(stay, read!.nights)!;
   const validUntil = new Date(deps.clock.now().getTime() + deps.config.QUOTE_TTL_S * 1000).toISOString();
   const row: Omit<QuoteRow, 'id'> = {
     customerId: actor.id, fingerprint: quoteFingerprint(requestOf(actor.id, input)),

@@ -4,7 +4,7 @@ import { notFound, validation } from '../domain/errors.js';
 import { hotelToday } from '../domain/hotel-dates.js';
 import { judgeStay, type StayPrice } from '../domain/rates.js';
 import { checkGuests, checkQuoteForHold, type StayRequest } from '../domain/quotes.js';
-import { findRatePlan, findStayCatalogue, listCalendar, readStayNights } from '../db/rate-plans.js';
+import { findRatePlan, findStayCatalogue, listCalendar, readStay, type StayCatalogue, type StayNights } from '../db/rate-plans.js';
 import { lockNights } from '../db/inventory.js';
 import { findQuote } from '../db/quotes.js';
 import type { CommonQueryMethods } from '../db/pool.js';
@@ -39,35 +39,37 @@ export interface PreparedStay {
 }
 
 /**
- * Validation of a quote or a stay hold before anything is read for a decision (and, for holds, before the rate
- * limiter): dates (1–30 nights, checkIn not before today in the hotel's zone), the room type (404), the rate plan
- * (404; another room type's: 400 ratePlanId), guests ≤ maxGuests × rooms, and the quote: the customer's (else
- * 404), made for this very request (else 400 quoteId), not past validUntil (409 QUOTE_EXPIRED).
+ * Validation of a quote or a stay hold before anything is decided (for holds, before the rate limiter): dates
+ * (1–30 nights, checkIn not before today in the hotel's zone), the room type (404), the rate plan (404; another
+ * room type's: 400 ratePlanId), guests ≤ maxGuests × rooms, and the quote: the customer's (else 404), made for
+ * this very request (else 400 quoteId), not past validUntil (409 QUOTE_EXPIRED).
  */
 export async function prepareStay(deps: Deps, actor: Actor, s: StayInput): Promise<PreparedStay> {
   checkStayDates(s.checkIn, s.checkOut);
   if (s.quoteId !== undefined && s.ratePlanId === undefined) throw validation('ratePlanId', 'a quoteId needs the ratePlanId it was made for');
-  const c = await findStayCatalogue(deps.db, s.roomTypeId, s.ratePlanId ?? null);
+  const now = deps.clock.now();
+  const stay = checkStay(actor, s, await findStayCatalogue(deps.db, s.roomTypeId, s.ratePlanId ?? null), now);
+  if (s.quoteId === undefined) return stay;
+  const q = await findQuote(deps.db, s.quoteId, actor.id);
+  if (!q) throw notFound('quote');
+  checkQuoteForHold(q, requestOf(actor.id, s as StayInput & { ratePlanId: number }), now);
+  return { ...stay, quote: { id: q.id, totalAmount: q.totalAmount } };
+}
+
+/** The checks that need the room type's catalogue entry (null: no such room type) and the clock. */
+export function checkStay(actor: Actor, s: StayInput, c: StayCatalogue | null, now: Date): PreparedStay {
   if (!c) throw notFound('room type');
   if (s.ratePlanId !== undefined) {
     if (c.ratePlanRoomTypeId === null) throw notFound('rate plan');
     if (c.ratePlanRoomTypeId !== s.roomTypeId) throw validation('ratePlanId', 'the rate plan belongs to another room type');
   }
-  const now = deps.clock.now();
   const today = hotelToday(now, c.timezone);
   if (s.checkIn < today) throw validation('checkIn', `checkIn is before today (${today}) in the hotel's time zone`);
   checkGuests(s.guests, s.rooms, c.maxGuests);
-  let quote: PreparedStay['quote'] = null;
-  if (s.quoteId !== undefined) {
-    const q = await findQuote(deps.db, s.quoteId, actor.id);
-    if (!q) throw notFound('quote');
-    checkQuoteForHold(q, requestOf(actor.id, s as StayInput & { ratePlanId: number }), now);
-    quote = { id: q.id, totalAmount: q.totalAmount };
-  }
   return {
     customerId: actor.id, roomTypeId: s.roomTypeId, checkIn: s.checkIn, checkOut: s.checkOut,
     nightCount: nightsBetween(s.checkIn, s.checkOut), rooms: s.rooms, guests: s.guests,
-    ratePlanId: s.ratePlanId ?? null, quote, depositPerRoom: c.depositAmount, currency: c.currency,
+    ratePlanId: s.ratePlanId ?? null, quote: null, depositPerRoom: c.depositAmount, currency: c.currency,
   };
 }
 
@@ -75,13 +77,18 @@ export const requestOf = (customerId: number, s: StayInput & { ratePlanId: numbe
   customerId, roomTypeId: s.roomTypeId, ratePlanId: s.ratePlanId, checkIn: s.checkIn, checkOut: s.checkOut, rooms: s.rooms, guests: s.guests,
 });
 
+/** The judgement of `p` on what was read (one snapshot, or under the hold's locks). */
+export const judge = (p: PreparedStay, n: StayNights): StayPrice | null =>
+  judgeStay({ ...n, nightCount: p.nightCount, rooms: p.rooms, quotedTotal: p.quote?.totalAmount ?? null });
+
 /**
  * Judges the stay on one unlocked snapshot (room nights and calendar read by a single statement). Quotes are
- * decided here; a hold uses it only to refuse early (the hot sold-out case) without queueing on the locks.
+ * decided so; a hold uses it only to refuse early (the hot sold-out case) without queueing on the locks.
  */
 export async function judgeUnlocked(db: CommonQueryMethods, p: PreparedStay): Promise<StayPrice | null> {
-  const n = await readStayNights(db, { roomTypeId: p.roomTypeId, ratePlanId: p.ratePlanId, checkIn: p.checkIn, nightCount: p.nightCount });
-  return judgeStay({ ...n, nightCount: p.nightCount, rooms: p.rooms, quotedTotal: p.quote?.totalAmount ?? null });
+  const read = await readStay(db, p);
+  if (!read) throw notFound('room type');
+  return judge(p, read.nights);
 }
 
 /**
@@ -98,5 +105,5 @@ export async function judgeLocked(tx: CommonQueryMethods, p: PreparedStay): Prom
     const calendar = await listCalendar(tx, p.ratePlanId, p.checkIn, p.nightCount + 1);
     rate = { nights: calendar.slice(0, p.nightCount), departure: calendar[p.nightCount]! };
   }
-  return judgeStay({ roomNights, rate, nightCount: p.nightCount, rooms: p.rooms, quotedTotal: p.quote?.totalAmount ?? null });
+  return judge(p, { roomNights, rate });
 }
