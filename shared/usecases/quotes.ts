@@ -2,21 +2,16 @@ import type { Deps } from './deps.js';
 import type { Actor } from '../domain/actor.js';
 import { forbidden, notFound } from '../domain/errors.js';
 import { datesFrom } from '../domain/hotel-dates.js';
-import { quoteFingerprint } from '../domain/quotes.js';
+import { quoteFingerprint, type StayRequest } from '../domain/quotes.js';
 import { findQuote, insertQuote, purgeQuotes, type QuoteRow } from '../db/quotes.js';
 import { readStay } from '../db/rate-plans.js';
 import { checkStay, judge, requestOf, type StayInput } from './stay-pricing.js';
 import { checkStayDates } from '../domain/booking.js';
 import { nightsBetween } from '../domain/nights.js';
 
-export interface QuoteView {
+/** The contract's quote answer: the request it was made for (customer aside), the breakdown and the totals. */
+export interface QuoteView extends Omit<StayRequest, 'customerId'> {
   quoteId: number;
-  roomTypeId: number;
-  ratePlanId: number;
-  checkIn: string;
-  checkOut: string;
-  rooms: number;
-  guests: number;
   nights: { date: string; price: number }[];
   totalAmount: number;
   depositAmount: number;

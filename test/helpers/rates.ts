@@ -1,20 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import type { Harness } from './harness.js';
+import { startHarness, type Harness } from './harness.js';
+import type { Clock } from '../../shared/domain/clock.js';
 import type { Reply } from './http.js';
 import { addDays, stayApi } from './stays.js';
 import { datesFrom } from '../../shared/domain/hotel-dates.js';
-import { stayRestriction } from '../../shared/domain/rates.js';
+import { stayRestriction, type CalendarNight } from '../../shared/domain/rates.js';
 
-export interface CalendarNight {
-  date: string;
-  price: number | null;
-  minStay: number;
-  maxStay: number;
-  closedToArrival: boolean;
-  closedToDeparture: boolean;
-  stopSell: boolean;
-}
+export type { CalendarNight };
 
 /** The contract's defaults for a night never set, with the given fields. */
 export const calNight = (date: string, o: Partial<CalendarNight> = {}): CalendarNight => ({
@@ -129,3 +122,20 @@ export async function deadlocks(h: Harness, idleSince: number): Promise<number> 
   const { rows } = await h.sql(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`);
   return rows[0].n as number;
 }
+
+/** The stay most priced tests use: nights from PRICED_FROM, priced PRICES[i] on night i (see pricedRoomType). */
+export const PRICED_FROM = '2027-04-10';
+export const PRICES = [1_000_000, 1_200_000, 1_100_000, 900_000];
+export const pricedDay = (i: number) => addDays(PRICED_FROM, i);
+
+/** A harness on `clock` with the rate API and one hotel in Ho Chi Minh City (UTC+7). */
+export async function pricedHarness(clock: Clock) {
+  const h = await startHarness({ clock });
+  const api = rateApi(h);
+  const hotelId = (await api.hotel({ city: 'HCM', timezone: 'Asia/Ho_Chi_Minh' })).id;
+  const pricedRoomType = (o: { maxGuests?: number } = {}) => api.pricedRoomType(hotelId, PRICED_FROM, PRICES, o);
+  /** held on the six inventory nights of a priced room type */
+  const heldNights = async (roomTypeId: number) => (await api.nights(roomTypeId, pricedDay(0), pricedDay(6))).map((n) => n.held);
+  return { h, api, hotelId, pricedRoomType, heldNights };
+}
+export type PricedHarness = Awaited<ReturnType<typeof pricedHarness>>;

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../helpers/harness.js';
+import type { Harness } from '../helpers/harness.js';
 import { fixedClock } from '../../shared/domain/clock.js';
-import { addDays, checkStayInvariants } from '../helpers/stays.js';
-import { codeOf, rateApi } from '../helpers/rates.js';
+import { checkStayInvariants } from '../helpers/stays.js';
+import { codeOf, pricedDay, pricedHarness, type PricedHarness, type rateApi } from '../helpers/rates.js';
 
 // Contract: POST /bookings stay body {roomTypeId, checkIn, checkOut, rooms?, guests?, ratePlanId?, quoteId?}, the 201
 // answer's totalAmount, GET /bookings/{id} guests / ratePlanId / totalAmount, booking.held's totalAmount, car prices.
@@ -10,19 +10,12 @@ import { codeOf, rateApi } from '../helpers/rates.js';
 const clock = fixedClock('2027-03-20T09:00:00Z');
 let h: Harness;
 let api: ReturnType<typeof rateApi>;
-let hotelId: number;
-beforeAll(async () => {
-  h = await startHarness({ clock });
-  api = rateApi(h);
-  hotelId = (await api.hotel({ city: 'HCM', timezone: 'Asia/Ho_Chi_Minh' })).id;
-});
+let pricedRoomType: PricedHarness['pricedRoomType'];
+let heldOf: PricedHarness['heldNights'];
+beforeAll(async () => ({ h, api, pricedRoomType, heldNights: heldOf } = await pricedHarness(clock)));
 afterAll(async () => h?.close());
 
-const d0 = '2027-04-10';
-const d = (i: number) => addDays(d0, i);
-const PRICES = [1_000_000, 1_200_000, 1_100_000, 900_000];
-const pricedRoomType = (o: { maxGuests?: number } = {}) => api.pricedRoomType(hotelId, d0, PRICES, o);
-const heldOf = async (roomTypeId: number) => (await api.nights(roomTypeId, d(0), d(6))).map((n) => n.held);
+const d = pricedDay;
 const bookingRow = async (id: number) =>
   (await h.sql(`SELECT guests, rate_plan_id::int AS "ratePlanId", quote_id::int AS "quoteId", total_amount::float8 AS "totalAmount",
                        array_to_json(night_prices) AS "nightPrices" FROM booking WHERE id = $1`, [id])).rows[0];

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../helpers/harness.js';
+import type { Harness } from '../helpers/harness.js';
 import { fixedClock } from '../../shared/domain/clock.js';
 import { addDays } from '../helpers/stays.js';
-import { codeOf, rateApi } from '../helpers/rates.js';
+import { codeOf, pricedDay, pricedHarness, type PricedHarness, type rateApi } from '../helpers/rates.js';
 import { purgeQuotes } from '../../shared/db/quotes.js';
 
 // Contract, "Prices, restrictions and quotes" (quotes and restrictions) and the stay body / 201 / booking fields of
@@ -10,21 +10,13 @@ import { purgeQuotes } from '../../shared/db/quotes.js';
 const clock = fixedClock('2027-03-20T09:00:00Z');
 let h: Harness;
 let api: ReturnType<typeof rateApi>;
-let hotelId: number;
-beforeAll(async () => {
-  h = await startHarness({ clock });
-  api = rateApi(h);
-  hotelId = (await api.hotel({ city: 'HCM', timezone: 'Asia/Ho_Chi_Minh' })).id;
-});
+let pricedRoomType: PricedHarness['pricedRoomType'];
+let heldNights: PricedHarness['heldNights'];
+beforeAll(async () => ({ h, api, pricedRoomType, heldNights } = await pricedHarness(clock)));
 afterAll(async () => h?.close());
 
-const d0 = '2027-04-10';
-const d = (i: number) => addDays(d0, i);
-const PRICES = [1_000_000, 1_200_000, 1_100_000, 900_000];
-
-const pricedRoomType = (o: { maxGuests?: number } = {}) => api.pricedRoomType(hotelId, d0, PRICES, o);
+const d = pricedDay;
 const bookingCount = (roomTypeId: number) => api.bookingCount(roomTypeId);
-const heldNights = async (roomTypeId: number) => (await api.nights(roomTypeId, d(0), d(6))).map((n) => n.held);
 
 describe('POST /quotes', () => {
   it('answers the nightly breakdown, Σ price × rooms, deposit × rooms, the currency and validUntil = now + QUOTE_TTL_S; reserves nothing', async () => {
