@@ -1,7 +1,7 @@
 import type { Deps } from './deps.js';
 import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
-import { notFound } from '../domain/errors.js';
+import { notFound, validation } from '../domain/errors.js';
 import { CALENDAR_FIELDS, type CalendarChange, type CalendarNight } from '../domain/rates.js';
 import { findRatePlan, insertRatePlan, listCalendar, writeCalendar, type RatePlanRow } from '../db/rate-plans.js';
 import { attributeChanges } from '../db/inventory.js';
@@ -29,6 +29,7 @@ export async function setCalendar(deps: Deps, actor: Actor, ratePlanId: number, 
   const count = checkRange(input.from, input.to);
   const change: CalendarChange = {};
   for (const f of CALENDAR_FIELDS) if (input[f] !== undefined) (change[f] as unknown) = input[f];
+  if (Object.keys(change).length === 0) throw validation('body', `set at least one of ${CALENDAR_FIELDS.join(', ')}`);
   return deps.db.transaction(async (tx) => {
     const plan = await findRatePlan(tx, ratePlanId, 'write');
     if (!plan) throw notFound('rate plan');

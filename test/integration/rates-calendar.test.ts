@@ -171,6 +171,35 @@ describe('PUT / GET /rate-plans/{id}/calendar', () => {
   });
 });
 
+describe('extreme input', () => {
+  it('dates at the ends of the calendar and the largest numbers are answered, never 5xx', async () => {
+    const rt = await api.roomTypeWith(hotelId, { maxGuests: 100, depositAmount: Number.MAX_SAFE_INTEGER });
+    const plan = await api.ratePlan(rt.id);
+    expect((await api.setCalendar(plan.id, { from: '9999-12-01', to: '9999-12-31', price: 1_000_000_000_000 })).at(-1)!.date).toBe('9999-12-30');
+    expect((await api.calendar(plan.id, '0001-01-01', '0001-02-01'))[0]).toEqual(calNight('0001-01-01'));
+    await api.setInventory(rt.id, '9999-12-01', '9999-12-31', 100_000);
+    const q = await api.quote(7, { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: '9999-12-01', checkOut: '9999-12-31', rooms: 100, guests: 10_000 });
+    expect(q.status, q.text).toBe(200);
+    expect(q.json.totalAmount).toBe(3_000_000_000_000_000);
+    const edge = await api.quote(7, { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: '9999-12-30', checkOut: '9999-12-31' });
+    expect(edge.status, edge.text).toBe(200);
+    const hold = await api.holdStay(7, { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: '9999-12-30', checkOut: '9999-12-31', quoteId: edge.json.quoteId });
+    expect(hold.status, hold.text).toBe(201);
+    for (const body of [
+      { from: '10000-01-01', to: '10000-01-02', price: 1 }, { from: '0000-01-01', to: '0000-01-02', price: 1 },
+      { from: '2027-01-01', to: '2027-01-02', price: Number.MAX_SAFE_INTEGER }, { from: '2027-01-01', to: '2027-01-02', minStay: 2 ** 31 },
+      { from: '2027-01-01', to: '2027-01-02', price: 1, extra: { nested: [1, 2, 3] } },
+    ]) {
+      const r = await api.putCalendar(plan.id, body);
+      expect(codeOf(r), JSON.stringify(body)).toBe('400 VALIDATION');
+    }
+    for (const path of [`/rate-plans/${'9'.repeat(20)}/calendar?from=2027-01-01&to=2027-01-02`, `/rate-plans/0/calendar?from=2027-01-01&to=2027-01-02`, `/quotes/-1`]) {
+      const r = await h.req('GET', path, { token: path.startsWith('/quotes') ? h.token(7, 'customer') : api.operator });
+      expect(codeOf(r), path).toBe('404 NOT_FOUND');
+    }
+  });
+});
+
 describe('OpenAPI', () => {
   it('lists the rate-plan, calendar and quote paths', async () => {
     const r = await h.req('GET', '/openapi.json');
