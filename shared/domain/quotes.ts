@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { DomainError, validation } from './errors.js';
 
 /** What a quote was asked for, defaults applied; a hold with the quote must ask for exactly this. */
@@ -12,11 +11,9 @@ export interface StayRequest {
   guests: number;
 }
 
-/** SHA-256 over the request's fields in a fixed order: equal exactly when every field is equal. */
-export const quoteFingerprint = (r: StayRequest): string =>
-  createHash('sha256')
-    .update(JSON.stringify([r.customerId, r.roomTypeId, r.ratePlanId, r.checkIn, r.checkOut, r.rooms, r.guests]))
-    .digest('hex');
+/** The request's fields in a fixed order: equal exactly when every field is equal (hashed into the quote's fingerprint). */
+export const canonicalRequest = (r: StayRequest): string =>
+  JSON.stringify([r.customerId, r.roomTypeId, r.ratePlanId, r.checkIn, r.checkOut, r.rooms, r.guests]);
 
 export interface StoredQuote {
   id: number;
@@ -28,11 +25,12 @@ export interface StoredQuote {
 
 /**
  * The checks a hold makes of its quote before anything is locked: the caller found it by id and the customer
- * (another customer's quote is NOT_FOUND before this); it must match the body and not be past validUntil.
+ * (another customer's quote is NOT_FOUND before this); it must match the body (the fingerprint of the hold's
+ * request) and not be past validUntil.
  * Whether its total is still the price is decided under the hold's locks.
  */
-export function checkQuoteForHold(q: StoredQuote, request: StayRequest, now: Date): void {
-  if (q.fingerprint !== quoteFingerprint(request)) {
+export function checkQuoteForHold(q: StoredQuote, requestFingerprint: string, now: Date): void {
+  if (q.fingerprint !== requestFingerprint) {
     throw validation('quoteId', 'the quote was made for another stay (room type, rate plan, dates, rooms or guests differ)');
   }
   if (now.getTime() > Date.parse(q.validUntil)) {

@@ -2,10 +2,10 @@ import type { Deps } from './deps.js';
 import type { Actor } from '../domain/actor.js';
 import { forbidden, notFound } from '../domain/errors.js';
 import { datesFrom } from '../domain/hotel-dates.js';
-import { quoteFingerprint, type StayRequest } from '../domain/quotes.js';
+import type { StayRequest } from '../domain/quotes.js';
 import { findQuote, insertQuote, purgeQuotes, type QuoteRow } from '../db/quotes.js';
 import { readStay } from '../db/rate-plans.js';
-import { checkStay, judge, requestOf, type StayInput } from './stay-pricing.js';
+import { checkStay, judge, quoteFingerprint, requestOf, type StayInput } from './stay-pricing.js';
 import { checkStayDates } from '../domain/booking.js';
 import { nightsBetween } from '../domain/nights.js';
 

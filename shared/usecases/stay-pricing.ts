@@ -3,7 +3,8 @@ import type { Actor } from '../domain/actor.js';
 import { notFound, validation } from '../domain/errors.js';
 import { hotelToday } from '../domain/hotel-dates.js';
 import { judgeStay, type StayPrice } from '../domain/rates.js';
-import { checkGuests, checkQuoteForHold, type StayRequest } from '../domain/quotes.js';
+import { createHash } from 'node:crypto';
+import { canonicalRequest, checkGuests, checkQuoteForHold, type StayRequest } from '../domain/quotes.js';
 import { findRatePlan, findStayCatalogue, listCalendar, readStay, type StayCatalogue, type StayNights } from '../db/rate-plans.js';
 import { lockNights } from '../db/inventory.js';
 import { findQuote } from '../db/quotes.js';
@@ -52,7 +53,7 @@ export async function prepareStay(deps: Deps, actor: Actor, s: StayInput): Promi
   if (s.quoteId === undefined) return stay;
   const q = await findQuote(deps.db, s.quoteId, actor.id);
   if (!q) throw notFound('quote');
-  checkQuoteForHold(q, requestOf(actor.id, s as StayInput & { ratePlanId: number }), now);
+  checkQuoteForHold(q, quoteFingerprint(requestOf(actor.id, s as StayInput & { ratePlanId: number })), now);
   return { ...stay, quote: { id: q.id, totalAmount: q.totalAmount } };
 }
 
@@ -72,6 +73,9 @@ export function checkStay(actor: Actor, s: StayInput, c: StayCatalogue | null, n
     ratePlanId: s.ratePlanId ?? null, quote: null, depositPerRoom: c.depositAmount, currency: c.currency,
   };
 }
+
+/** What a quote stores and a hold must match: SHA-256 of the request's canonical form. */
+export const quoteFingerprint = (r: StayRequest): string => createHash('sha256').update(canonicalRequest(r)).digest('hex');
 
 export const requestOf = (customerId: number, s: StayInput & { ratePlanId: number }): StayRequest => ({
   customerId, roomTypeId: s.roomTypeId, ratePlanId: s.ratePlanId, checkIn: s.checkIn, checkOut: s.checkOut, rooms: s.rooms, guests: s.guests,

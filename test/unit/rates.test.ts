@@ -5,7 +5,8 @@ import {
   type CalendarNight, type RestrictionReason,
 } from '../../shared/domain/rates.js';
 import { addDays, datesFrom, hotelToday } from '../../shared/domain/hotel-dates.js';
-import { checkGuests, checkQuoteForHold, quoteFingerprint, type StayRequest } from '../../shared/domain/quotes.js';
+import { checkGuests, checkQuoteForHold, type StayRequest } from '../../shared/domain/quotes.js';
+import { quoteFingerprint } from '../../shared/usecases/stay-pricing.js';
 import { zonedWallTimeToInstant } from '../../shared/domain/zoned-time.js';
 import { DomainError } from '../../shared/domain/errors.js';
 
@@ -173,9 +174,9 @@ describe('quotes', () => {
 
   it('a hold\'s quote must match the body and not be past validUntil (valid at the instant itself)', () => {
     const q = { id: 1, customerId: 7, fingerprint: quoteFingerprint(req), totalAmount: 500, validUntil: '2027-05-01T10:15:00.000Z' };
-    expect(() => checkQuoteForHold(q, req, new Date('2027-05-01T10:15:00.000Z'))).not.toThrow();
-    expect(() => checkQuoteForHold(q, req, new Date('2027-05-01T10:15:00.001Z'))).toThrow(expect.objectContaining({ code: 'QUOTE_EXPIRED' }));
-    expect(() => checkQuoteForHold(q, { ...req, guests: 1 }, new Date('2027-05-01T10:00:00Z')))
+    expect(() => checkQuoteForHold(q, quoteFingerprint(req), new Date('2027-05-01T10:15:00.000Z'))).not.toThrow();
+    expect(() => checkQuoteForHold(q, quoteFingerprint(req), new Date('2027-05-01T10:15:00.001Z'))).toThrow(expect.objectContaining({ code: 'QUOTE_EXPIRED' }));
+    expect(() => checkQuoteForHold(q, quoteFingerprint({ ...req, guests: 1 }), new Date('2027-05-01T10:00:00Z')))
       .toThrow(expect.objectContaining({ code: 'VALIDATION', details: { field: 'quoteId' } }));
   });
 
