@@ -11,12 +11,13 @@ const currency = z.string();
 const instant = z.string(); // ISO-8601, as written by toISOString()
 const date = z.string(); // YYYY-MM-DD
 
-const held = { bookingId: id, customerId: id, holdExpiresAt: instant, depositAmount: amount, totalAmount: amount.nullable(), currency };
+// Fields added later default for events written before them (still in the outbox at an upgrade): writers must give them.
+const held = { bookingId: id, customerId: id, holdExpiresAt: instant, depositAmount: amount, totalAmount: amount.nullable().default(null), currency };
 const bookingHeld = z.discriminatedUnion('kind', [
   z.object({ ...held, kind: z.literal('car'), carId: id, from: instant, to: instant }),
   z.object({
     ...held, kind: z.literal('stay'), roomTypeId: id, checkIn: date, checkOut: date, rooms: z.number().int().positive(),
-    guests: z.number().int().positive(), ratePlanId: id.nullable(), quoteId: id.nullable(),
+    guests: z.number().int().positive().default(1), ratePlanId: id.nullable().default(null), quoteId: id.nullable().default(null),
   }),
 ]);
 /** The calendar fields a PUT set (exactly those given). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Harness } from '../helpers/harness.js';
-import { fixedClock } from '../../shared/domain/clock.js';
+import { fixedClock } from '../helpers/clock.js';
 import { addDays } from '../helpers/stays.js';
 import { codeOf, pricedDay, pricedHarness, type PricedHarness, type rateApi } from '../helpers/rates.js';
 import { purgeQuotes } from '../../shared/db/quotes.js';
