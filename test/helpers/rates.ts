@@ -4,6 +4,7 @@ import { startHarness, type Harness } from './harness.js';
 import type { Clock } from '../../shared/domain/clock.js';
 import type { Reply } from './http.js';
 import { addDays, stayApi } from './stays.js';
+import { newCustomerId } from './customers.js';
 import { datesFrom } from '../../shared/domain/hotel-dates.js';
 import { stayRestriction, type CalendarNight } from '../../shared/domain/rates.js';
 
@@ -33,6 +34,8 @@ export function rateApi(h: Harness) {
   const operator = stays.operator;
   return {
     ...stays,
+    /** A fresh customer id (see customers.ts). */
+    nextCustomer: newCustomerId,
     async roomTypeWith(hotelId: number, o: { depositAmount?: number; maxGuests?: number; currency?: string } = {}) {
       const r = await h.req('POST', `/hotels/${hotelId}/room-types`, {
         token: operator, body: { name: `Room ${randomUUID().slice(0, 6)}`, depositAmount: o.depositAmount ?? 1_000_000, ...o },
