@@ -1,9 +1,9 @@
+import { createHash } from 'node:crypto';
 import type { Deps } from './deps.js';
 import type { Actor } from '../domain/actor.js';
 import { notFound, validation } from '../domain/errors.js';
 import { hotelToday } from '../domain/hotel-dates.js';
 import { judgeStay, type StayPrice } from '../domain/rates.js';
-import { createHash } from 'node:crypto';
 import { canonicalRequest, checkGuests, checkQuoteForHold, type StayRequest } from '../domain/quotes.js';
 import { findRatePlan, findStayCatalogue, listCalendar, readStay, type StayCatalogue, type StayNights } from '../db/rate-plans.js';
 import { lockNights } from '../db/inventory.js';
