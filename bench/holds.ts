@@ -35,7 +35,7 @@ import { writeEvent } from '../shared/events/outbox.js';
 import { carDays } from '../shared/domain/rates.js';
 import type { CommonQueryMethods } from '../shared/db/pool.js';
 import {
-  cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
+  benchSecrets, cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
   ROOT, runTag, signJwt, sleep, startApiProcess, summarize, verdict, type ApiProcess, type Summary,
 } from './lib.js';
 
@@ -403,10 +403,11 @@ async function main() {
     await seed.end();
     console.log(`db ${db.name}: migrated, ${fmt(CARS)} cars seeded in ${fmt(performance.now() - t, 0)} ms`);
 
-    const secret = `bench-jwt-${tag}`;
+    const secrets = benchSecrets(tag);
+    const secret = secrets.JWT_SECRET!;
     api = await startApi({
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `b${tag}`,
-      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, PSP_API_KEY: `bench-psp-${tag}`, DASHBOARD_PASSWORD: `bench-dash-${tag}`,
+      ...secrets,
       LOG_LEVEL: 'warn', NODE_ENV: 'production',
       SEARCH_CACHE_TTL_S: '0',
     }, tag);

@@ -7,6 +7,7 @@ import { parseConfig, type Config } from '../shared/config.js';
 import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues, openQueues } from '../shared/queues/queues.js';
+import { sameOriginActions } from './same-origin.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
@@ -30,6 +31,7 @@ export async function createDashboard(config: Config) {
   createBullBoard({ queues: Object.values(queues).map((q) => new BullMQAdapter(q)), serverAdapter });
   const app = new Koa();
   app.use(basicAuth(config.DASHBOARD_USER, config.DASHBOARD_PASSWORD));
+  app.use(sameOriginActions());
   await app.use(serverAdapter.registerPlugin());
   return { app, close: () => closeQueues(queues) };
 }

@@ -1,15 +1,17 @@
 import { pathToFileURL } from 'node:url';
 import { logger } from './logger.js';
+import { markStopRequested, onSupervisorExit } from './supervision.js';
 
 /** True when the module at `url` is the file node was started with (the process's entry point). */
 export const isEntry = (url: string): boolean => process.argv[1] !== undefined && url === pathToFileURL(process.argv[1]).href;
 
-/** Runs `stop` once on SIGTERM/SIGINT, then exits (forced after 25 s). */
+/** Runs `stop` once on SIGTERM/SIGINT or when the supervising `npm start` dies, then exits (forced after 25 s). */
 export function onShutdown(stop: () => Promise<void>, log: (m: string) => void = () => {}): void {
   let stopping = false;
   const handler = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    markStopRequested();
     log(`${signal}: shutting down`);
     const force = setTimeout(() => process.exit(1), 25_000);
     force.unref();
@@ -17,6 +19,7 @@ export function onShutdown(stop: () => Promise<void>, log: (m: string) => void =
   };
   process.on('SIGTERM', () => handler('SIGTERM'));
   process.on('SIGINT', () => handler('SIGINT'));
+  onSupervisorExit(() => handler('supervisor exited'));
 }
 
 /**

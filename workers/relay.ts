@@ -57,19 +57,30 @@ export async function startRelay(db: DatabasePool, databaseUrl: string, brokers:
   const kafka = createKafka(brokers);
   const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: true });
   let connected = false;
-  const connect = async () => {
-    if (connected) return;
-    await producer.connect();
-    await ensureTopics(kafka, prefix);
-    connected = true;
+  // No broker yet: the relay idles (events wait in the outbox) and retries with backoff, 1 s doubling to 30 s.
+  let retryAt = 0;
+  let backoffMs = 1000;
+  const connect = async (): Promise<boolean> => {
+    if (connected) return true;
+    if (Date.now() < retryAt) return false;
+    try {
+      await producer.connect();
+      await ensureTopics(kafka, prefix);
+      connected = true;
+      backoffMs = 1000;
+      logger.info({ brokers }, 'relay connected to Kafka');
+      return true;
+    } catch (err) {
+      retryAt = Date.now() + backoffMs;
+      logger.warn({ brokers, err: String(err), retryInMs: backoffMs }, 'Kafka unreachable; events wait in the outbox');
+      backoffMs = Math.min(backoffMs * 2, 30_000);
+      return false;
+    }
   };
   producer.on(producer.events.DISCONNECT, () => {
     connected = false;
   });
-  const loop = drainOnNotify(databaseUrl, 'outbox', async () => {
-    await connect();
-    return relayOnce(db, producer, prefix);
-  });
+  const loop = drainOnNotify(databaseUrl, 'outbox', async () => (await connect()) && relayOnce(db, producer, prefix));
   return {
     async stop() {
       await loop.stop();
@@ -83,7 +94,7 @@ if (isEntry(import.meta.url)) {
     const config = parseConfig();
     const db = await createDb(config.DATABASE_URL, { maximumPoolSize: SHARDS + 2 });
     if (config.kafkaBrokers.length === 0) {
-      logger.warn('KAFKA_BROKERS is unset: events wait in the outbox until a relay with brokers runs');
+      logger.warn('KAFKA_BROKERS is unset or "none": events wait in the outbox until a relay with brokers runs');
       // Nothing to do, but stay up: the supervisor restarts a process that exits.
       const idle = setInterval(() => {}, 60_000);
       return async () => {

@@ -45,6 +45,16 @@ export async function findRoomType(db: CommonQueryMethods, id: number): Promise<
   return db.maybeOne(sql.type(roomTypeRow)`SELECT ${roomTypeColumns} FROM room_type WHERE id = ${id}`);
 }
 
+/** Lookups by name, for idempotent seeding (names are not unique: the lowest id wins). */
+export async function findHotelByName(db: CommonQueryMethods, name: string, city: string): Promise<HotelRow | null> {
+  return db.maybeOne(sql.type(hotelRow)`SELECT ${hotelColumns} FROM hotel WHERE name = ${name} AND city = ${city} ORDER BY id LIMIT 1`);
+}
+
+export async function findRoomTypeByName(db: CommonQueryMethods, hotelId: number, name: string): Promise<RoomTypeRow | null> {
+  return db.maybeOne(sql.type(roomTypeRow)`
+    SELECT ${roomTypeColumns} FROM room_type WHERE hotel_id = ${hotelId} AND name = ${name} ORDER BY id LIMIT 1`);
+}
+
 export const availabilityRow = z.object({
   roomTypeId: z.number(),
   hotelId: z.number(),
