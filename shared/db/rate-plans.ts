@@ -14,6 +14,15 @@ export async function insertRatePlan(db: CommonQueryMethods, p: { roomTypeId: nu
     SELECT ins.id, ins.room_type_id AS "roomTypeId", ins.name, rt.currency FROM ins, rt`);
 }
 
+/** A room type's plan by name (the demo seed reuses what exists). */
+export async function findRatePlanByName(db: CommonQueryMethods, roomTypeId: number, name: string): Promise<RatePlanRow | null> {
+  return db.maybeOne(sql.type(ratePlanRow)`
+    SELECT rp.id, rp.room_type_id AS "roomTypeId", rp.name, rt.currency
+    FROM rate_plan rp JOIN room_type rt ON rt.id = rp.room_type_id
+    WHERE rp.room_type_id = ${roomTypeId} AND rp.name = ${name}
+    ORDER BY rp.id LIMIT 1`);
+}
+
 /**
  * The plan, optionally locked. `write`: calendar writers of the plan (FOR NO KEY UPDATE, which leaves the
  * foreign-key checks of bookings and nights unblocked). `share`: a hold on the plan, taken after its
