@@ -14,6 +14,7 @@ import { carOperations, carRoutes } from './routes/cars.js';
 import { bookingOperations, bookingRoutes } from './routes/bookings.js';
 import { paymentOperations, paymentRoutes } from './routes/payments.js';
 import { hotelOperations, hotelRoutes } from './routes/hotels.js';
+import { rateOperations, rateRoutes } from './routes/rates.js';
 
 /** A route module: its router, and the description of each of its operations for the OpenAPI document. */
 export interface RouteModule {
@@ -30,6 +31,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   { routes: bookingRoutes, operations: bookingOperations },
   { routes: paymentRoutes, operations: paymentOperations },
   { routes: hotelRoutes, operations: hotelOperations },
+  { routes: rateRoutes, operations: rateOperations },
 ];
 
 export const allOperations = (): Operation[] => ROUTE_MODULES.flatMap((m) => m.operations);

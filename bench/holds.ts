@@ -32,6 +32,7 @@ import pg from 'pg';
 import { createDb, type DatabasePool } from '../shared/db/pool.js';
 import { insertCarHold, type NewCarHold } from '../shared/db/bookings.js';
 import { writeEvent } from '../shared/events/outbox.js';
+import { carDays } from '../shared/domain/rates.js';
 import type { CommonQueryMethods } from '../shared/db/pool.js';
 import {
   benchSecrets, cleanupOnSignal, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
@@ -254,13 +255,15 @@ async function capture(fn: (db: CommonQueryMethods) => Promise<unknown>): Promis
 function newHold(): NewCarHold {
   const h = randomHold();
   return {
-    customerId: nextSub++, carId: h.carId, from: h.from, to: h.to,
+    customerId: nextSub++, carId: h.carId, from: h.from, to: h.to, days: carDays(h.from, h.to),
     holdExpiresAt: new Date(Date.now() + 900_000),
   };
 }
 const heldEvent = (id: number, h: NewCarHold) => ({
   type: 'booking.held' as const, key: id, occurredAt: new Date(),
-  data: { bookingId: id, kind: 'car' as const, customerId: h.customerId, carId: h.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString(), depositAmount: DEPOSIT, currency: 'VND' },
+  data: { bookingId: id, kind: 'car' as const, customerId: h.customerId, carId: h.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString(), depositAmount: DEPOSIT,
+    // the product writes the car's dailyPrice × days; the size of the event is what matters here
+    totalAmount: 500_000 * h.days, currency: 'VND' },
 });
 const writeHeld = (db: CommonQueryMethods, e: ReturnType<typeof heldEvent>) => writeEvent(db, e.type, e.occurredAt, e.data);
 
@@ -312,7 +315,7 @@ function slonikHold(db: DatabasePool): OneHold {
 async function pgHold(pool: pg.Pool): Promise<OneHold> {
   const sample = newHold();
   const ins = await capture((db) => insertCarHold(db, sample));
-  const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(),
+  const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(), h.days,
     h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString(), h.carId];
   const ev = heldEvent(42, sample);
   const out = await capture((db) => writeHeld(db, ev));

@@ -6,6 +6,8 @@ import type { Actor } from '../shared/domain/actor.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { createCar, createHotel, createRoomType } from '../shared/usecases/catalogue.js';
 import { adjustInventory } from '../shared/usecases/inventory.js';
+import { createRatePlan, setCalendar } from '../shared/usecases/rates.js';
+import { findRatePlanByName } from '../shared/db/rate-plans.js';
 import { findCarByPlate } from '../shared/db/cars.js';
 import { findHotelByName, findRoomTypeByName, type HotelRow, type RoomTypeRow } from '../shared/db/hotels.js';
 import { CARS, CUSTOMER_ID, HOTELS, OPERATOR_ID, STOCK_NIGHTS, type DemoRoomType } from './seed-data.js';
@@ -48,7 +50,7 @@ async function seedHotels(deps: Deps, log: (line: string) => void): Promise<Seed
     const to = localDate(deps.clock.now(), hotel.timezone, STOCK_NIGHTS);
     for (const demo of h.roomTypes) {
       const rt = (await findRoomTypeByName(deps.db, hotel.id, demo.name))
-        ?? (await createRoomType(deps, operator, { hotelId: hotel.id, name: demo.name, depositAmount: demo.depositAmount, currency: 'VND' }));
+        ?? (await createRoomType(deps, operator, { hotelId: hotel.id, name: demo.name, depositAmount: demo.depositAmount, currency: 'VND', maxGuests: 2 }));
       try {
         await adjustInventory(deps, operator, rt.id, { from, to, sellable: demo.sellable, reason: 'demo seed' });
       } catch (e) {
@@ -62,13 +64,22 @@ async function seedHotels(deps: Deps, log: (line: string) => void): Promise<Seed
   return seeded;
 }
 
-/**
- * Hook for rate plans and prices (the quotes feature): create each room type's plans here and price
- * the same STOCK_NIGHTS nights, e.g. a "Flexible" plan at `roomType.demo.nightlyPrice`, through the
- * rate-plan use cases; return them so they are printed with the rest.
- */
-async function seedRatePlans(_deps: Deps, _operator: Actor, _roomTypes: SeededRoomType[]): Promise<{ id: number; roomTypeId: number; name: string }[]> {
-  return [];
+const RATE_PLAN_NAME = 'Flexible';
+
+/** A "Flexible" plan per room type, priced at the demo's nightly price on the same STOCK_NIGHTS nights. */
+async function seedRatePlans(deps: Deps, roomTypes: SeededRoomType[]): Promise<{ id: number; roomTypeId: number; name: string }[]> {
+  const plans = [];
+  for (const rt of roomTypes) {
+    const plan = (await findRatePlanByName(deps.db, rt.id, RATE_PLAN_NAME))
+      ?? (await createRatePlan(deps, operator, rt.id, { name: RATE_PLAN_NAME }));
+    await setCalendar(deps, operator, plan.id, {
+      from: localDate(deps.clock.now(), rt.hotel.timezone),
+      to: localDate(deps.clock.now(), rt.hotel.timezone, STOCK_NIGHTS),
+      reason: 'demo seed', price: rt.demo.nightlyPrice,
+    });
+    plans.push(plan);
+  }
+  return plans;
 }
 
 export async function seed(config: Config, log: (line: string) => void): Promise<void> {
@@ -77,7 +88,7 @@ export async function seed(config: Config, log: (line: string) => void): Promise
   try {
     const cars = await seedCars(deps);
     const roomTypes = await seedHotels(deps, log);
-    const ratePlans = await seedRatePlans(deps, operator, roomTypes);
+    const ratePlans = await seedRatePlans(deps, roomTypes);
     const hostId = cars[0]!.hostId;
     log(`# Demo catalogue in ${new URL(config.DATABASE_URL).pathname.slice(1)}: ${cars.length} cars, ${roomTypes.length} room types with ${STOCK_NIGHTS} nights of stock`);
     for (const c of cars) log(`#   car ${c.id}: ${c.plate} ${c.model}, ${c.city}, host ${c.hostId}, ${c.dailyPrice} ${c.currency}/day, deposit ${c.depositAmount}`);

@@ -25,6 +25,7 @@ const schema = z.object({
   HOLD_RATE_WINDOW_S: int(900, 1),
   PAYMENT_GRACE_S: int(600),
   SEARCH_CACHE_TTL_S: int(30),
+  QUOTE_TTL_S: int(900, 1),
   DASHBOARD_USER: z.string().default('admin'),
   DASHBOARD_PASSWORD: optionalString,
   NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),

@@ -11,6 +11,7 @@ import { describeCodes, errorStatuses } from './errors.js';
 export const TAGS = {
   catalogue: 'Cars, hotels and room types (hosts and operators)',
   inventory: 'Sellable rooms per night and their audit ledger (operators)',
+  prices: 'Rate plans, their nightly calendar (operators) and quotes (customers)',
   search: 'Public availability search (may be up to SEARCH_CACHE_TTL_S stale)',
   bookings: 'Holds, reads, payment redirect, cancellation, trips',
   payments: "The payment provider's webhook",

@@ -71,7 +71,9 @@ export const bookingOperations: Operation[] = [
     operationId: 'holdBooking', method: 'post', path: '/bookings', tag: 'bookings', auth: ['customer'],
     summary: 'Hold a car or a stay',
     description: 'Car: `{carId, from, to}`, from in the future, from < to, at most 30 days; the car is blocked for '
-      + '[from, to + turnaroundMinutes). Stay: `{roomTypeId, checkIn, checkOut, rooms?}`, 1 to 30 nights, all held or none. '
+      + '[from, to + turnaroundMinutes). Stay: `{roomTypeId, checkIn, checkOut, rooms?, guests?, ratePlanId?, quoteId?}`, 1 to 30 nights, '
+      + 'all held or none; with a rate plan, its restrictions and prices are checked under the hold\'s locks (totalAmount); with a quote, '
+      + 'the quote must be yours, match the body, be valid and still have the current total. '
       + 'The hold lasts HOLD_TTL_S. With an Idempotency-Key, a replay of the same body answers the first status and body '
       + 'with `Idempotent-Replayed: true` and creates nothing. At most HOLD_RATE_LIMIT new holds per HOLD_RATE_WINDOW_S.',
     headers: z.object({ 'Idempotency-Key': idempotencyKeyHeader.describe('1–255 characters, scoped to you, kept at least 24 h') }),
@@ -81,7 +83,8 @@ export const bookingOperations: Operation[] = [
       status: 201, description: 'The hold; pay its deposit at `paymentUrl` before `holdExpiresAt`', schema: holdAnswer,
       headers: { 'Idempotent-Replayed': { description: '`true` when this is the replay of an earlier request with the same key', schema: { type: 'string', enum: ['true'] }, required: false } },
     },
-    errors: ['NOT_FOUND', 'CAR_UNAVAILABLE', 'SOLD_OUT', 'IDEMPOTENCY_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED', 'RATE_LIMITED'],
+    errors: ['NOT_FOUND', 'CAR_UNAVAILABLE', 'SOLD_OUT', 'STAY_RESTRICTED', 'PRICE_CHANGED', 'QUOTE_EXPIRED', 'IDEMPOTENCY_IN_PROGRESS',
+      'IDEMPOTENCY_KEY_REUSED', 'RATE_LIMITED'],
   },
   {
     operationId: 'getBooking', method: 'get', path: '/bookings/{id}', tag: 'bookings', auth: anyRole,

@@ -10,7 +10,9 @@ export const createHotelBody = z.object({
 });
 
 /** POST /hotels/{hotelId}/room-types */
-export const createRoomTypeBody = z.object({ name: text(200), depositAmount: money, currency: currency.default('VND') });
+export const createRoomTypeBody = z.object({
+  name: text(200), depositAmount: money, currency: currency.default('VND'), maxGuests: z.number().int().min(1).max(100).default(2),
+});
 
 /** GET /room-types/{roomTypeId}/inventory and …/audit: nights [from, to) */
 export const nightRangeQuery = z.object({ from: isoDate, to: isoDate });
@@ -22,7 +24,7 @@ export const adjustInventoryBody = nightRangeQuery.extend({ sellable: z.number()
 export const availabilityQuery = z.object({ city: text(50), checkIn: isoDate, checkOut: isoDate, rooms: queryInt(1, 1, 100) });
 
 export const hotelAnswer = z.object({ id, name: z.string(), city: z.string(), timezone: z.string(), checkInTime: z.string() }).strict();
-export const roomTypeAnswer = z.object({ id, hotelId: id, name: z.string(), depositAmount: money, currency: z.string() }).strict();
+export const roomTypeAnswer = z.object({ id, hotelId: id, name: z.string(), depositAmount: money, currency: z.string(), maxGuests: z.number().int() }).strict();
 const count = z.number().int().nonnegative();
 /** Inventory of each night of the range: available = sellable − held − confirmed. */
 export const nightsAnswer = z.object({

@@ -10,6 +10,7 @@ const common = {
   version: z.number(),
   customerId: z.number(),
   depositAmount: z.number(),
+  totalAmount: z.number().nullable(),
   currency: z.string(),
   holdExpiresAt: instant.nullable(),
   nextExpiryCheckAt: instant.nullable(),
@@ -20,7 +21,7 @@ const common = {
 const carRow = z.object({ kind: z.literal('car'), ...common, carId: z.number(), hostId: z.number(), from: instant, to: instant });
 const stayRow = z.object({
   kind: z.literal('stay'), ...common, roomTypeId: z.number(), checkIn: z.string(), checkOut: z.string(), rooms: z.number(),
-  hotelTimezone: z.string(), hotelCheckInTime: z.string(),
+  guests: z.number(), ratePlanId: z.number().nullable(), hotelTimezone: z.string(), hotelCheckInTime: z.string(),
 });
 
 /** A booking row as read (car, room type and hotel joined), parsed into the domain's Booking. */
@@ -34,6 +35,7 @@ const select = sql.fragment`
   SELECT b.id, b.kind, b.status, b.version, b.customer_id AS "customerId", b.car_id AS "carId", c.host_id AS "hostId",
     lower(b.period) AS "from", upper(b.period) AS "to",
     b.room_type_id AS "roomTypeId", b.check_in::text AS "checkIn", b.check_out::text AS "checkOut", b.rooms,
+    b.guests, b.rate_plan_id AS "ratePlanId", b.total_amount AS "totalAmount",
     b.deposit_amount AS "depositAmount", b.currency, b.hold_expires_at AS "holdExpiresAt",
     b.next_expiry_check_at AS "nextExpiryCheckAt", b.pay_requested_at AS "payRequestedAt",
     b.payment_intent_id AS "paymentIntentId", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
@@ -52,10 +54,12 @@ export interface NewCarHold {
   carId: number;
   from: Date;
   to: Date;
+  /** Started days of [from, to): the total is the car's dailyPrice times this. */
+  days: number;
   holdExpiresAt: Date;
 }
 
-const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), currency: z.string() });
+const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), totalAmount: z.number(), currency: z.string() });
 
 /**
  * Inserts the hold with the car's deposit; null when the car does not exist. The exclusion constraint,
@@ -63,12 +67,12 @@ const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), curre
  */
 export async function insertCarHold(db: CommonQueryMethods, h: NewCarHold): Promise<z.infer<typeof insertedHold> | null> {
   return db.maybeOne(sql.type(insertedHold)`
-    INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, currency, hold_expires_at, next_expiry_check_at)
+    INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, total_amount, currency, hold_expires_at, next_expiry_check_at)
     SELECT 'car', 'HOLD', ${h.customerId}, c.id,
            tstzrange(${h.from.toISOString()}::timestamptz, ${h.to.toISOString()}::timestamptz, '[)'),
-           c.deposit_amount, c.currency, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()}
+           c.deposit_amount, c.daily_price * ${h.days}, c.currency, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()}
     FROM car c WHERE c.id = ${h.carId}
-    RETURNING id, deposit_amount AS "depositAmount", currency`);
+    RETURNING id, deposit_amount AS "depositAmount", total_amount AS "totalAmount", currency`);
 }
 
 export interface NewStayHold {
@@ -77,17 +81,25 @@ export interface NewStayHold {
   checkIn: string;
   checkOut: string;
   rooms: number;
+  guests: number;
   depositAmount: number;
   currency: string;
   holdExpiresAt: Date;
+  /** On a rate plan: the total and the per-room price of each night it was sold at; else all null. */
+  ratePlanId: number | null;
+  quoteId: number | null;
+  totalAmount: number | null;
+  nightPrices: number[] | null;
 }
 
 export async function insertStayHold(db: CommonQueryMethods, h: NewStayHold): Promise<number> {
   return db.oneFirst(sql.type(z.object({ id: z.number() }))`
-    INSERT INTO booking (kind, status, customer_id, room_type_id, check_in, check_out, rooms, deposit_amount, currency,
-                         hold_expires_at, next_expiry_check_at)
-    VALUES ('stay', 'HOLD', ${h.customerId}, ${h.roomTypeId}, ${h.checkIn}::date, ${h.checkOut}::date, ${h.rooms},
-            ${h.depositAmount}, ${h.currency}, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()})
+    INSERT INTO booking (kind, status, customer_id, room_type_id, check_in, check_out, rooms, guests, deposit_amount, currency,
+                         hold_expires_at, next_expiry_check_at, rate_plan_id, quote_id, total_amount, night_prices)
+    VALUES ('stay', 'HOLD', ${h.customerId}, ${h.roomTypeId}, ${h.checkIn}::date, ${h.checkOut}::date, ${h.rooms}, ${h.guests},
+            ${h.depositAmount}, ${h.currency}, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()},
+            ${h.ratePlanId}::bigint, ${h.quoteId}::bigint, ${h.totalAmount}::bigint,
+            ${h.nightPrices === null ? null : sql.array(h.nightPrices, 'int8')})
     RETURNING id`);
 }
 

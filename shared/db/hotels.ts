@@ -16,11 +16,12 @@ export const roomTypeRow = z.object({
   name: z.string(),
   depositAmount: z.number(),
   currency: z.string(),
+  maxGuests: z.number(),
 });
 export type RoomTypeRow = z.infer<typeof roomTypeRow>;
 
 const hotelColumns = sql.fragment`id, name, city, timezone, to_char(check_in_time, 'HH24:MI') AS "checkInTime"`;
-const roomTypeColumns = sql.fragment`id, hotel_id AS "hotelId", name, deposit_amount AS "depositAmount", currency`;
+const roomTypeColumns = sql.fragment`id, hotel_id AS "hotelId", name, deposit_amount AS "depositAmount", currency, max_guests AS "maxGuests"`;
 
 export async function insertHotel(db: CommonQueryMethods, h: Omit<HotelRow, 'id'>): Promise<HotelRow> {
   return db.one(sql.type(hotelRow)`
@@ -35,8 +36,8 @@ export async function findHotel(db: CommonQueryMethods, id: number): Promise<Hot
 
 export async function insertRoomType(db: CommonQueryMethods, r: Omit<RoomTypeRow, 'id'>): Promise<RoomTypeRow> {
   return db.one(sql.type(roomTypeRow)`
-    INSERT INTO room_type (hotel_id, name, deposit_amount, currency)
-    VALUES (${r.hotelId}, ${r.name}, ${r.depositAmount}, ${r.currency})
+    INSERT INTO room_type (hotel_id, name, deposit_amount, currency, max_guests)
+    VALUES (${r.hotelId}, ${r.name}, ${r.depositAmount}, ${r.currency}, ${r.maxGuests})
     RETURNING ${roomTypeColumns}`);
 }
 

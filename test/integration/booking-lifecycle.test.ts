@@ -40,7 +40,7 @@ describe('lifecycle', () => {
     expect(g.json).toEqual({
       bookingId: b.json.bookingId, kind: 'car', status: 'HOLD', customerId, carId, from: p.from, to: p.to,
       roomTypeId: null, checkIn: null, checkOut: null, rooms: null, depositAmount: 1500000, currency: 'VND',
-      holdExpiresAt: b.json.holdExpiresAt, payment: null, refund: null,
+      holdExpiresAt: b.json.holdExpiresAt, guests: null, ratePlanId: null, totalAmount: 500000, payment: null, refund: null,
     });
   });
 

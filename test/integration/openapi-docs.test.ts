@@ -95,6 +95,34 @@ describe('the OpenAPI document against the running service', () => {
     expect((await call('GET', '/bookings/{id}', { token: op, ids: { id: stay.json.bookingId } })).json.kind).toBe('stay');
   });
 
+  it('answers the rate plan, calendar and quote operations, and priced holds, as documented', async () => {
+    const op = operatorToken(h);
+    const hotel = await call('POST', '/hotels', { token: op, body: { name: 'Priced', city: 'OAP', timezone: 'Asia/Ho_Chi_Minh' } });
+    const rt = (await call('POST', '/hotels/{hotelId}/room-types', { token: op, ids: { hotelId: hotel.json.id }, body: { name: 'Twin', depositAmount: 5 } })).json;
+    const from = addDays(new Date().toISOString().slice(0, 10), 5);
+    const range = { from, to: addDays(from, 3) };
+    await call('PUT', '/room-types/{roomTypeId}/inventory', { token: op, ids: { roomTypeId: rt.id }, body: { ...range, sellable: 3, reason: 'open' } });
+    const plan = await call('POST', '/room-types/{roomTypeId}/rate-plans', { token: op, ids: { roomTypeId: rt.id }, body: { name: 'Flexible' } });
+    expect(plan.status).toBe(201);
+    const ids = { ratePlanId: plan.json.id };
+    expect((await call('GET', '/rate-plans/{ratePlanId}/calendar', { token: op, ids, query: `from=${range.from}&to=${range.to}` })).json.nights[0].price).toBeNull();
+    expect((await call('PUT', '/rate-plans/{ratePlanId}/calendar', { token: op, ids, body: { ...range, reason: 'prices', price: 100 } })).status).toBe(200);
+    expect((await call('PUT', '/rate-plans/{ratePlanId}/calendar', { token: op, ids, body: { ...range, reason: 'x', stopsell: true } })).status).toBe(400);
+    const customer = newCustomer(h);
+    const stay = { roomTypeId: rt.id, ratePlanId: plan.json.id, checkIn: range.from, checkOut: addDays(range.from, 2) };
+    const quote = await call('POST', '/quotes', { token: customer.token, body: stay });
+    expect(quote.status, quote.text).toBe(200);
+    expect((await call('GET', '/quotes/{quoteId}', { token: customer.token, ids: { quoteId: quote.json.quoteId } })).json.totalAmount).toBe(200);
+    expect((await call('GET', '/quotes/{quoteId}', { token: newCustomer(h).token, ids: { quoteId: quote.json.quoteId } })).status).toBe(404);
+    await call('PUT', '/rate-plans/{ratePlanId}/calendar', { token: op, ids, body: { ...range, reason: 'closed', stopSell: true } });
+    expect((await call('POST', '/quotes', { token: customer.token, body: stay })).json.error.code).toBe('STAY_RESTRICTED');
+    expect((await call('POST', '/bookings', { token: customer.token, body: { ...stay, quoteId: quote.json.quoteId } })).status).toBe(409);
+    await call('PUT', '/rate-plans/{ratePlanId}/calendar', { token: op, ids, body: { ...range, reason: 'open again', stopSell: false } });
+    const held = await call('POST', '/bookings', { token: customer.token, body: { ...stay, quoteId: quote.json.quoteId } });
+    expect(held.json.totalAmount, held.text).toBe(200);
+    expect((await call('GET', '/bookings/{id}', { token: customer.token, ids: { id: held.json.bookingId } })).json.ratePlanId).toBe(plan.json.id);
+  });
+
   it('answers the booking operations, the webhook and the operational ones as documented', async () => {
     const host = h.token(902, 'host');
     const car = await call('POST', '/cars', { token: host, body: { plate: `OB-${Date.now()}`, model: 'M', city: 'OAB', dailyPrice: 10, depositAmount: 7 } });

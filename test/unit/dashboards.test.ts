@@ -28,7 +28,7 @@ beforeAll(() => {
   const config = parseConfig({ REDIS_URL: 'redis://127.0.0.1:6379/5', QUEUE_PREFIX: `dash${Date.now()}` });
   closeGauges = registerOpsGauges(metrics, {} as DatabasePool, config);
   collectProcessMetrics('test');
-  const all = [...metrics.registry.getMetricsAsArray(), ...processRegistry.getMetricsAsArray()] as (Metric & { type: string; name: string; labelNames?: string[] })[];
+  const all = [...metrics.registry.getMetricsAsArray(), ...processRegistry.getMetricsAsArray()] as unknown as (Metric & { type: string; name: string; labelNames?: string[] })[];
   for (const m of all) {
     const labels = new Set([...(m.labelNames ?? []), 'proc']);
     const series = m.type === 'histogram' ? ['_bucket', '_sum', '_count'] : m.type === 'summary' ? ['', '_sum', '_count'] : [''];

@@ -16,13 +16,27 @@ describe('event payloads', () => {
     })).toBe(3);
   });
 
+  it('rate.updated is keyed by rate plan', () => {
+    expect(messageKeyOf('rate.updated', {
+      bookingId: null, ratePlanId: 8, roomTypeId: 3, currency: 'VND', from: '2030-01-01', to: '2030-01-02', changes: { price: 5 }, reason: 'r', actor: 'operator:1',
+    })).toBe(8);
+  });
+
+  it('a booking.held written before prices existed still parses: totalAmount null, one guest, no rate plan', () => {
+    const old = {
+      ...envelope, type: 'booking.held', bookingId: 1, customerId: 2, kind: 'stay', roomTypeId: 3, checkIn: '2030-01-01',
+      checkOut: '2030-01-03', rooms: 1, holdExpiresAt: '2030-01-01T00:15:00.000Z', depositAmount: 100, currency: 'VND',
+    };
+    expect(parseEvent('booking.held', old)).toMatchObject({ totalAmount: null, guests: 1, ratePlanId: null, quoteId: null });
+  });
+
   it('parses a stored event by its type, ignores unknown types, refuses a malformed known one', () => {
     const held = {
       ...envelope, type: 'booking.held', bookingId: 1, customerId: 2, kind: 'stay', roomTypeId: 3, checkIn: '2030-01-01',
       checkOut: '2030-01-03', rooms: 1, holdExpiresAt: '2030-01-01T00:15:00.000Z', depositAmount: 100, currency: 'VND',
     };
     expect(parseEvent('booking.held', held)).toMatchObject({ type: 'booking.held', bookingId: 1, kind: 'stay', rooms: 1 });
-    expect(parseEvent('rate.updated', { ...envelope, type: 'rate.updated', ratePlanId: 1 })).toBeNull();
+    expect(parseEvent('rate.withdrawn', { ...envelope, type: 'rate.withdrawn', ratePlanId: 1 })).toBeNull();
     expect(() => parseEvent('refund.requested', { ...envelope, type: 'refund.requested', bookingId: 1 })).toThrow();
   });
 });
