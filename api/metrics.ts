@@ -1,24 +1,35 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { LATENCY_BUCKETS, processRegistry } from '../shared/metrics/registry.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/**
+ * The api's own metrics, one registry per app (tests run several apps in one process). /metrics serves them
+ * with the process registry (Node's metrics, provider calls, …): `scrape()`.
+ */
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
   return {
     registry,
+    /** This app's metrics and the process's, as Prometheus text. */
+    scrape: () => Registry.merge([registry, processRegistry]).metrics(),
+    contentType: registry.contentType,
     httpDuration: new Histogram({
-      name: 'http_request_duration_seconds', help: 'HTTP request latency', registers: [registry],
-      labelNames: ['method', 'route', 'status'], buckets: [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      name: 'http_request_duration_seconds', help: 'HTTP request latency by method, route template and status', registers,
+      labelNames: ['method', 'route', 'status'], buckets: LATENCY_BUCKETS,
     }),
     bookings: new Counter({
-      name: 'bookings_total', help: 'Hold attempts by outcome', registers: [registry], labelNames: ['kind', 'outcome'],
+      name: 'bookings_total', help: 'Hold attempts by kind and outcome', registers, labelNames: ['kind', 'outcome'],
     }),
     rateLimiterFailOpen: new Counter({
-      name: 'rate_limiter_fail_open_total', help: 'Holds let through because Redis was unreachable', registers: [registry],
+      name: 'rate_limiter_fail_open_total', help: 'Holds let through because Redis was unreachable', registers,
     }),
     searchCache: new Counter({
-      name: 'search_cache_total', help: 'Search cache lookups', registers: [registry], labelNames: ['kind', 'result'],
+      name: 'search_cache_total', help: 'Search cache lookups by kind and result (hit | miss)', registers, labelNames: ['kind', 'result'],
+    }),
+    webhooks: new Counter({
+      name: 'webhooks_total', help: 'Provider webhooks by event type and outcome', registers, labelNames: ['type', 'outcome'],
     }),
   };
 }

@@ -40,6 +40,8 @@ async function runApi(): Promise<void> {
     server.keepAliveTimeout = 65_000;
 
     return async () => {
+      // /ready answers 503 from the signal on; SHUTDOWN_DELAY_S keeps serving until balancers have noticed.
+      await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_S * 1000));
       await new Promise<void>((resolve) => server.close(() => resolve()));
       for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
       await closeGauges();

@@ -30,8 +30,9 @@ import pg from 'pg';
 import { createDb, type CommonQueryMethods, type DatabasePool } from '../shared/db/pool.js';
 import { insertCarHold, type NewCarHold } from '../shared/db/bookings.js';
 import { writeEvent } from '../shared/events/outbox.js';
+import { carDays } from '../shared/domain/rates.js';
 import {
-  captureSql, cleanupOnSignal, ensureBuild, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
+  benchSecrets, captureSql, cleanupOnSignal, ensureBuild, envBool, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable,
   runTag, signJwt, sleep, startApiProcess, summarize, verdict, type ApiProcess, type Summary,
 } from './lib.js';
 
@@ -206,13 +207,15 @@ async function paced(api: Api, secret: string, label: string, rate: number, dura
 function newHold(): NewCarHold {
   const h = randomHold();
   return {
-    customerId: nextSub++, carId: h.carId, from: h.from, to: h.to,
+    customerId: nextSub++, carId: h.carId, from: h.from, to: h.to, days: carDays(h.from, h.to),
     holdExpiresAt: new Date(Date.now() + 900_000),
   };
 }
 const heldEvent = (id: number, h: NewCarHold) => ({
   type: 'booking.held' as const, key: id, occurredAt: new Date(),
-  data: { bookingId: id, kind: 'car' as const, customerId: h.customerId, carId: h.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString(), depositAmount: DEPOSIT, currency: 'VND' },
+  data: { bookingId: id, kind: 'car' as const, customerId: h.customerId, carId: h.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString(), depositAmount: DEPOSIT,
+    // the product writes the car's dailyPrice × days; the size of the event is what matters here
+    totalAmount: 500_000 * h.days, currency: 'VND' },
 });
 const writeHeld = (db: CommonQueryMethods, e: ReturnType<typeof heldEvent>) => writeEvent(db, e.type, e.occurredAt, e.data);
 
@@ -263,8 +266,8 @@ function slonikHold(db: DatabasePool): OneHold {
  */
 async function pgHold(pool: pg.Pool): Promise<OneHold> {
   const sample = newHold();
-  const ins = await captureSql((db) => insertCarHold(db, sample), { id: 1, depositAmount: DEPOSIT, currency: 'VND' });
-  const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(),
+  const ins = await captureSql((db) => insertCarHold(db, sample), { id: 1, depositAmount: DEPOSIT, totalAmount: 500_000 * sample.days, currency: 'VND' });
+  const insValues = (h: NewCarHold) => [h.customerId, h.from.toISOString(), h.to.toISOString(), h.days,
     h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString(), h.carId];
   const ev = heldEvent(42, sample);
   const out = await captureSql((db) => writeHeld(db, ev));
@@ -352,10 +355,11 @@ async function main() {
     await seed.end();
     console.log(`db ${db.name}: migrated, ${fmt(CARS)} cars seeded in ${fmt(performance.now() - t, 0)} ms`);
 
-    const secret = `bench-jwt-${tag}`;
+    const secrets = benchSecrets(tag);
+    const secret = secrets.JWT_SECRET!;
     api = await startApi({
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `b${tag}`,
-      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, PSP_API_KEY: `bench-psp-${tag}`, DASHBOARD_PASSWORD: `bench-dash-${tag}`,
+      ...secrets,
       LOG_LEVEL: 'warn', NODE_ENV: 'production',
       SEARCH_CACHE_TTL_S: '0',
     }, tag);

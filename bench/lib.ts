@@ -43,6 +43,15 @@ export function runTag(): string {
   return `${Date.now().toString(36)}${randomBytes(3).toString('hex')}`;
 }
 
+/** What a production-mode child requires: every secret (signing ones ≥ 32 characters), the sandbox PSP. */
+export function benchSecrets(tag: string): Record<string, string> {
+  const pad = randomBytes(16).toString('hex');
+  return {
+    JWT_SECRET: `bench-jwt-${tag}-${pad}`, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}-${pad}`,
+    PSP_API_KEY: `bench-psp-${tag}`, DASHBOARD_PASSWORD: `bench-dash-${tag}`, PSP_SANDBOX: 'true',
+  };
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------- databases

@@ -21,7 +21,7 @@ import autocannon from 'autocannon';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import {
-  cleanupOnSignal, envInt, envStr, fmt, freshDb, machineNote, printTable, runTag, signJwt, sleep, startApiProcess, summarize,
+  benchSecrets, cleanupOnSignal, envInt, envStr, fmt, freshDb, machineNote, printTable, runTag, signJwt, sleep, startApiProcess, summarize,
   type ApiProcess,
 } from './lib.js';
 import { NIGHTS_VS_BOOKINGS } from '../test/helpers/stays.js';
@@ -196,10 +196,11 @@ async function main() {
 
   const sqlClient = new pg.Client({ connectionString: db.url });
   try {
-    const secret = `bench-jwt-${tag}`;
+    const secrets = benchSecrets(tag);
+    const secret = secrets.JWT_SECRET!;
     api = await startApi({
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `bs${tag}`,
-      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, PSP_API_KEY: `bench-psp-${tag}`, DASHBOARD_PASSWORD: `bench-dash-${tag}`,
+      ...secrets,
       LOG_LEVEL: 'warn', NODE_ENV: 'production',
       SEARCH_CACHE_TTL_S: '0', HOLD_RATE_LIMIT: '1000000000', HOLD_RATE_WINDOW_S: '60',
     }, tag);

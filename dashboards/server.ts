@@ -7,6 +7,8 @@ import { parseConfig, type Config } from '../shared/config.js';
 import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import { closeQueues, openQueues } from '../shared/queues/queues.js';
+import { sameOriginActions } from './same-origin.js';
+import { processRegistry } from '../shared/metrics/registry.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
@@ -23,13 +25,22 @@ export function basicAuth(user: string, password: string): Koa.Middleware {
   };
 }
 
+/** GET /metrics: this process's metrics, public like the api's (Prometheus scrapes without credentials). */
+const metricsRoute: Koa.Middleware = async (ctx, next) => {
+  if (ctx.path !== '/metrics' || ctx.method !== 'GET') return next();
+  ctx.type = processRegistry.contentType;
+  ctx.body = await processRegistry.metrics();
+};
+
 export async function createDashboard(config: Config) {
   const queues = openQueues(config);
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath('/admin/queues');
   createBullBoard({ queues: Object.values(queues).map((q) => new BullMQAdapter(q)), serverAdapter });
   const app = new Koa();
+  app.use(metricsRoute);
   app.use(basicAuth(config.DASHBOARD_USER, config.DASHBOARD_PASSWORD));
+  app.use(sameOriginActions());
   await app.use(serverAdapter.registerPlugin());
   return { app, close: () => closeQueues(queues) };
 }

@@ -45,7 +45,7 @@ export function createPspSandbox(options: PspSandboxOptions) {
   const app = new Koa();
   app.use(errorResponses(log));
   app.use(v1Guard(faults, apiKey, background));
-  const routers = [v1Routes(state, faults, transitions, settings), checkoutPages(state, transitions), controlRoutes(state, faults, transitions, webhooks)];
+  const routers = [v1Routes(state, faults, transitions, settings), checkoutPages(state, transitions), controlRoutes(state, faults, transitions, webhooks, background)];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
 
   return {

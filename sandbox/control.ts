@@ -1,5 +1,6 @@
 import { Router } from '@koa/router';
 import { z } from 'zod';
+import type { Background } from './background.js';
 import type { Transitions } from './payments.js';
 import type { Webhooks } from './webhooks.js';
 import { defaultFaults, faultsSchema, findRefund, type SandboxFaults, type SandboxState } from './state.js';
@@ -10,7 +11,7 @@ import { findIntent } from './v1-api.js';
 
 const overrideBody = z.object({ amount: z.number().int().optional() }).default({});
 
-export function controlRoutes(state: SandboxState, faults: SandboxFaults, transitions: Transitions, webhooks: Webhooks) {
+export function controlRoutes(state: SandboxState, faults: SandboxFaults, transitions: Transitions, webhooks: Webhooks, background: Background) {
   const control = new Router({ prefix: '/sandbox' });
   control.get('/faults', (ctx) => {
     ctx.body = faults;
@@ -29,6 +30,7 @@ export function controlRoutes(state: SandboxState, faults: SandboxFaults, transi
     const action = ctx.params.action!;
     const { amount } = parseWith(overrideBody, await readJson(ctx));
     if (action === 'succeed-silently') transitions.settleSucceeded(intent);
+    else if (action === 'processing-silently') intent.status = 'processing';
     else if (action in intentActions) intentActions[action as keyof typeof intentActions](intent, amount);
     else throw notFound(`unknown action ${action}`);
     ctx.body = intent;
@@ -47,6 +49,11 @@ export function controlRoutes(state: SandboxState, faults: SandboxFaults, transi
     webhooks.replay(original.event);
     ctx.status = 202;
     ctx.body = { replayed: original.event.id };
+  });
+  // Answers once no webhook delivery or delayed transition is pending: lets a test see "nothing more will happen".
+  control.post('/idle', async (ctx) => {
+    await background.idle();
+    ctx.status = 204;
   });
   control.get('/state', (ctx) => {
     ctx.body = { intents: [...state.intents.values()], refunds: state.refunds, webhooks: state.webhooks };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { randomSecret, SECRET_NAMES, withLocalSecrets, type Env, type SecretName } from './local-secrets.js';
 
 // Empty strings count as unset: `PSP_URL=` means "no external provider", as in the contract.
 const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
@@ -14,17 +15,19 @@ const schema = z.object({
   DASHBOARD_PORT: int(3001),
   PSP_PORT: int(4000),
   PSP_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
-  PSP_API_KEY: z.string().default('sandbox-key'),
+  PSP_API_KEY: optionalString,
+  PSP_SANDBOX: z.enum(['true', 'false', '1', '0', '']).default('false').transform((v) => v === 'true' || v === '1'),
   PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:3000'),
-  JWT_SECRET: z.string().min(1).default('dev-jwt-secret'),
-  PAYMENT_WEBHOOK_SECRET: z.string().min(1).default('dev-webhook-secret'),
+  JWT_SECRET: optionalString,
+  PAYMENT_WEBHOOK_SECRET: optionalString,
   HOLD_TTL_S: int(900, 1),
   HOLD_RATE_LIMIT: int(3, 1),
   HOLD_RATE_WINDOW_S: int(900, 1),
   PAYMENT_GRACE_S: int(600),
   SEARCH_CACHE_TTL_S: int(30),
+  QUOTE_TTL_S: int(900, 1),
   DASHBOARD_USER: z.string().default('admin'),
-  DASHBOARD_PASSWORD: z.string().default('admin'),
+  DASHBOARD_PASSWORD: optionalString,
   NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   // Not in the contract. The sandbox provider's bind address (the contract: 127.0.0.1 only; containers
   // that reach it by service name set 0.0.0.0) and the base of its checkout URLs when it sits behind one.
@@ -38,10 +41,17 @@ const schema = z.object({
   // reads PostgreSQL through the Redis cache.
   SEARCH_INDEX: z.enum(['on', 'off']).default('on'),
   REDIS_KEY_PREFIX: z.string().default(''),
+  // Not in the contract: seconds the API keeps serving (with /ready at 503) after a stop signal.
+  SHUTDOWN_DELAY_S: int(0),
+  // Not in the contract: observability. The name on every log line (npm start sets it from the Procfile;
+  // else the process's kind); a worker's metrics port (unset: METRICS_PORT_BASE + the kind's offset, 0: none).
+  PROC_NAME: optionalString,
+  METRICS_PORT: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(0).max(65_535).optional()),
+  METRICS_PORT_BASE: int(9100),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-export type Config = z.infer<typeof schema> & { pspUrl: string; kafkaBrokers: string[] };
+export type Config = Omit<z.infer<typeof schema>, SecretName> & Record<SecretName, string> & { pspUrl: string; kafkaBrokers: string[] };
 
 const SECRETS = new Set(['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
 
@@ -49,8 +59,34 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-/** Parses the environment once; throws naming each bad variable, never echoing secret values. */
-export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
+/**
+ * Outside development and test (production, staging, ...) every secret must be set, the signing ones
+ * at least 32 characters, and an external provider named unless PSP_SANDBOX=true. Names only, no values.
+ */
+function productionProblems(c: z.infer<typeof schema>): string[] {
+  const problems = SECRET_NAMES.filter((n) => !c[n]).map((n) => `${n}: required when NODE_ENV=${c.NODE_ENV}`);
+  for (const n of ['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET'] as const) {
+    if (c[n] && c[n].length < 32) problems.push(`${n}: must be at least 32 characters`);
+  }
+  if (!c.PSP_URL && !c.PSP_SANDBOX) problems.push(`PSP_URL: required when NODE_ENV=${c.NODE_ENV} (or PSP_SANDBOX=true for the sandbox provider)`);
+  return problems;
+}
+
+/** The process environment, with development secrets from the local secrets file. */
+function processEnv(): Env {
+  try {
+    return withLocalSecrets(process.env);
+  } catch (e) {
+    throw new ConfigError(`invalid configuration:\n  LOCAL_SECRETS_FILE: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * Parses the environment once; throws naming each bad variable, never echoing secret values.
+ * Secrets not set in development or test get a random value for this process only (tests pass theirs;
+ * the entries read the local secrets file through `processEnv`).
+ */
+export function parseConfig(env: Env = processEnv()): Config {
   const parsed = schema.safeParse(env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
@@ -61,17 +97,17 @@ export function parseConfig(env: Record<string, string | undefined> = process.en
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const c = parsed.data;
-  // The defaults of these are public (they are in this file): only development and tests may run on them.
   if (!['development', 'test'].includes(c.NODE_ENV)) {
-    const missing = ['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD'].filter((name) => !env[name]);
-    if (missing.length) {
-      throw new ConfigError(`invalid configuration:\n  ${missing.map((n) => `${n}: required when NODE_ENV=${c.NODE_ENV}`).join('\n  ')}`);
-    }
+    const problems = productionProblems(c);
+    if (problems.length) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   }
+  const secrets = Object.fromEntries(SECRET_NAMES.map((n) => [n, c[n] ?? randomSecret()])) as Record<SecretName, string>;
+  const brokers = c.KAFKA_BROKERS === 'none' ? undefined : c.KAFKA_BROKERS;
   return {
     ...c,
+    ...secrets,
     pspUrl: c.PSP_URL ?? `http://127.0.0.1:${c.PSP_PORT}`,
-    kafkaBrokers: c.KAFKA_BROKERS ? c.KAFKA_BROKERS.split(',').map((s) => s.trim()).filter(Boolean) : [],
+    kafkaBrokers: brokers ? brokers.split(',').map((s) => s.trim()).filter(Boolean) : [],
   };
 }
 

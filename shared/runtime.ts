@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { createDb } from './db/pool.js';
 import { createPreparedDb } from './db/prepared.js';
 import { PspClient } from './psp/client.js';
+import { pspDuration } from './metrics/work.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import type { Config } from './config.js';
 import type { Deps } from './usecases/deps.js';
@@ -13,7 +14,10 @@ export function requestRedis(url: string, keyPrefix = ''): Redis {
 }
 
 export function pspClient(config: Config): PspClient {
-  return new PspClient({ baseUrl: config.pspUrl, apiKey: config.PSP_API_KEY, timeoutMs: 2000, retries: 2 });
+  return new PspClient({
+    baseUrl: config.pspUrl, apiKey: config.PSP_API_KEY, timeoutMs: 2000, retries: 2,
+    onCall: (c) => pspDuration.observe({ operation: c.operation, outcome: c.outcome }, c.seconds),
+  });
 }
 
 /**

@@ -3,6 +3,7 @@ import { dueHolds } from '../shared/db/bookings.js';
 import { isEntry } from '../shared/process.js';
 import { EXPIRY_QUEUE } from '../shared/queues/registry.js';
 import { scheduleExpiry } from '../shared/queues/queues.js';
+import { expiryLag } from '../shared/metrics/work.js';
 import { runWorkerProcess, type WorkerDefinition, type WorkerDeps } from './runner.js';
 
 /** The expiry-sweep tick: re-adds the check of every due hold (same job id, so nothing runs twice). */
@@ -20,6 +21,7 @@ export const expiryWorker: WorkerDefinition<typeof EXPIRY_QUEUE> = {
     if ('sweep' in data) return { scheduled: await sweepDueHolds(deps) };
     const outcome = await processExpiry(deps, data.bookingId);
     if (outcome.kind === 'not_due' || outcome.kind === 'kept') await scheduleExpiry(deps.queues, data.bookingId, outcome.checkAt);
+    if (outcome.kind === 'expired') expiryLag.observe({ pay_requested: String(outcome.payRequested) }, Math.max(0, outcome.lateMs) / 1000);
     return outcome;
   },
 };

@@ -1,4 +1,5 @@
 import { purgeIdempotencyKeys } from '../shared/usecases/idempotency.js';
+import { purgeExpiredQuotes } from '../shared/usecases/quotes.js';
 import { isEntry } from '../shared/process.js';
 import { MAINTENANCE_QUEUE } from '../shared/queues/registry.js';
 import { runWorkerProcess, type WorkerDefinition } from './runner.js';
@@ -11,6 +12,8 @@ export const maintenanceWorker: WorkerDefinition<typeof MAINTENANCE_QUEUE> = {
     switch (data.task) {
       case 'purge-idempotency-keys':
         return { purged: await purgeIdempotencyKeys(deps) };
+      case 'purge-quotes':
+        return { purged: await purgeExpiredQuotes(deps) };
     }
   },
 };

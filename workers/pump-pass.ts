@@ -6,6 +6,8 @@ import { addJobs, type Queues } from '../shared/queues/queues.js';
 import { jobsForEvent } from '../shared/queues/registry.js';
 import { withTimeout } from '../shared/async.js';
 import { logger } from '../shared/logger.js';
+import { traceparentFor, type Correlation } from '../shared/correlation.js';
+import { countByType, pumpDispatched, pumpPublished } from '../shared/metrics/work.js';
 import type { KafkaLane } from './kafka.js';
 
 /** Rows per lane per pass. */
@@ -43,9 +45,21 @@ function eventOf(row: PendingRow): PublishedEvent | null {
   } catch (err) {
     // Never block the outbox on one bad row. Expiry and refunds have database sweeps behind their jobs;
     // the event still reaches Kafka through the publish lane.
-    logger.error({ err: String(err), eventId: row.eventId, topic: row.topic }, 'outbox event does not match its schema; no jobs');
+    logger.error({ err: String(err), eventId: row.eventId, topic: row.topic, requestId: row.requestId ?? undefined }, 'outbox event does not match its schema; no jobs');
     return null;
   }
+}
+
+/** The request an event was written for (null outside one): its jobs and its Kafka message carry it on. */
+const correlationOf = (r: PendingRow): Correlation | undefined =>
+  r.requestId ? { requestId: r.requestId, traceparent: r.traceparent ?? traceparentFor(r.requestId) } : undefined;
+
+/** `event-id`, `event-type`, and when the event was written for a request, `request-id` and W3C `traceparent`. */
+function headersOf(r: PendingRow): Record<string, string> {
+  const headers: Record<string, string> = { 'event-id': r.eventId, 'event-type': r.topic };
+  if (r.requestId) headers['request-id'] = r.requestId;
+  if (r.traceparent) headers.traceparent = r.traceparent;
+  return headers;
 }
 
 /** One produce request for the batch, grouped by topic; the stored JSON text is the message value as is. */
@@ -56,18 +70,22 @@ async function publish(lane: KafkaLane, rows: readonly PendingRow[]): Promise<vo
     const topic = topicName(lane.prefix, r.topic);
     let messages = byTopic.get(topic);
     if (!messages) byTopic.set(topic, (messages = []));
-    messages.push({ key: r.key, value: r.payload, headers: { 'event-id': r.eventId, 'event-type': r.topic } });
+    messages.push({ key: r.key, value: r.payload, headers: headersOf(r) });
   }
   const topicMessages = [...byTopic].map(([topic, messages]) => ({ topic, messages }));
   await withTimeout(lane.producer.sendBatch({ topicMessages, acks: -1 }), PUBLISH_TIMEOUT_MS, 'publish');
 }
 
-/** The jobs the queue registry asks for, one bulk add per queue. Job ids come from the events: re-adding is a no-op. */
+/**
+ * The jobs the queue registry asks for, one bulk add per queue, each carrying its event's request id. Job ids
+ * come from the events: re-adding is a no-op.
+ */
 async function dispatch(queues: Queues, rows: readonly PendingRow[]): Promise<void> {
   const now = Date.now();
   const jobs = rows.flatMap((r) => {
     const e = eventOf(r);
-    return e ? jobsForEvent(e, now) : [];
+    const correlation = correlationOf(r);
+    return e ? jobsForEvent(e, now).map((j) => ({ ...j, correlation })) : [];
   });
   if (jobs.length) await withTimeout(addJobs(queues, jobs), ENQUEUE_TIMEOUT_MS, 'enqueue');
 }
@@ -110,6 +128,8 @@ export async function pumpOnce(db: PreparedDb, t: PumpTargets, batch = BATCH): P
       if (dispatched.status === 'rejected') failures.push({ lane: 'dispatch', error: dispatched.reason as Error });
       else result.dispatched = toDispatch.length;
       await markDone(tx, published.status === 'fulfilled' ? toPublish.map((r) => r.id) : [], dispatched.status === 'fulfilled' ? toDispatch.map((r) => r.id) : []);
+      if (published.status === 'fulfilled') countByType(pumpPublished, toPublish);
+      if (dispatched.status === 'fulfilled') countByType(pumpDispatched, toDispatch);
       result.full = toPublish.length >= batch || toDispatch.length >= batch;
     });
   }

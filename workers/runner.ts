@@ -5,7 +5,9 @@ import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { QUEUES, type JobData, type QueueName } from '../shared/queues/registry.js';
-import { closeQueues, openQueues, queueConnection, schedulesOf, upsertSchedule, type Queues } from '../shared/queues/queues.js';
+import { closeQueues, correlationOf, openQueues, queueConnection, schedulesOf, upsertSchedule, type Queues } from '../shared/queues/queues.js';
+import { withCorrelation } from '../shared/correlation.js';
+import { jobDuration, jobFailures } from '../shared/metrics/work.js';
 
 export interface WorkerDeps extends Deps {
   queues: Queues;
@@ -20,27 +22,40 @@ export interface WorkerDefinition<Q extends QueueName = QueueName> {
 
 /**
  * Works one queue: every job's payload is parsed with the queue's schema before the processor sees it.
- * The one place every job of every queue passes through (for logs now, metrics later).
+ * The one place every job of every queue passes through: its duration and outcome are measured here, and it
+ * runs in the correlation (request id) it was enqueued with, so its logs and the events it writes carry it.
  */
 export function startWorker<Q extends QueueName>(def: WorkerDefinition<Q>, deps: WorkerDeps): Worker {
   const spec = QUEUES[def.queue];
   const backoffMs = 'backoffMs' in spec ? spec.backoffMs : undefined;
   const worker = new Worker(
     def.queue,
-    async (job) => def.processor(deps, spec.payload.parse(job.data) as JobData<Q>, job),
+    (job) => withCorrelation(correlationOf(job.data), async () => {
+      const done = jobDuration.startTimer({ queue: def.queue, name: job.name });
+      try {
+        const result = await def.processor(deps, spec.payload.parse(job.data) as JobData<Q>, job);
+        const seconds = done({ outcome: 'completed' });
+        logger.debug({ queue: def.queue, job: job.name, jobId: job.id, ms: Math.round(seconds * 1000), result }, 'job done');
+        return result;
+      } catch (err) {
+        done({ outcome: 'failed' });
+        jobFailures.inc({ queue: def.queue });
+        throw err;
+      }
+    }),
     {
       connection: queueConnection(deps.config.REDIS_URL), prefix: deps.config.QUEUE_PREFIX, concurrency: def.concurrency,
       settings: backoffMs ? { backoffStrategy: (attemptsMade: number) => backoffMs(attemptsMade) } : undefined,
     },
   );
-  worker.on('failed', (job, err) => logger.warn({ queue: def.queue, jobId: job?.id, attempts: job?.attemptsMade, err: err.message }, 'job failed'));
+  worker.on('failed', (job, err) => logger.warn({ queue: def.queue, jobId: job?.id, requestId: correlationOf(job?.data)?.requestId, attempts: job?.attemptsMade, err: err.message }, 'job failed'));
   worker.on('error', (err) => logger.error({ queue: def.queue, err: err.message }, 'worker error'));
   return worker;
 }
 
 /** Entry point of a queue worker process: works the queue, upserts its schedules, finishes active jobs on SIGTERM. */
 export async function runWorkerProcess<Q extends QueueName>(def: WorkerDefinition<Q>): Promise<void> {
-  await runProcess(`worker:${def.queue}`, async () => {
+  await runProcess(def.queue, async () => {
     const config = parseConfig();
     const deps: WorkerDeps = { ...(await createDeps(config)), queues: openQueues(config) };
     const worker = startWorker(def, deps);

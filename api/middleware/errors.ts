@@ -5,7 +5,8 @@ import { DatabaseUnavailableError } from '../../shared/db/prepared.js';
 import { logger } from '../../shared/logger.js';
 import type { ApiState } from '../context.js';
 
-const statusOf: Record<ErrorCode, number> = {
+/** Each error code's HTTP status (413 is VALIDATION's own case, below); the OpenAPI document reads it too. */
+export const ERROR_STATUS: Record<ErrorCode, number> = {
   VALIDATION: 400,
   UNAUTHENTICATED: 401,
   INVALID_SIGNATURE: 401,
@@ -17,6 +18,9 @@ const statusOf: Record<ErrorCode, number> = {
   IDEMPOTENCY_IN_PROGRESS: 409,
   ALREADY_EXISTS: 409,
   INVENTORY_BELOW_COMMITTED: 409,
+  STAY_RESTRICTED: 409,
+  PRICE_CHANGED: 409,
+  QUOTE_EXPIRED: 409,
   IDEMPOTENCY_KEY_REUSED: 422,
   RATE_LIMITED: 429,
   INTERNAL: 500,
@@ -31,7 +35,7 @@ export class BodyTooLargeError extends DomainError {
   }
 }
 
-export const httpStatusOf = (e: DomainError) => (e instanceof BodyTooLargeError ? 413 : statusOf[e.code]);
+export const httpStatusOf = (e: DomainError) => (e instanceof BodyTooLargeError ? 413 : ERROR_STATUS[e.code]);
 
 export function errorBody(e: DomainError) {
   return { error: { code: e.code, message: e.message, ...(e.details === undefined ? {} : { details: e.details }) } };

@@ -1,14 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { ApiState } from '../context.js';
+import { traceparentFor, withCorrelation } from '../../shared/correlation.js';
 
 // Any visible ASCII (spaces inside allowed) that is safe to echo in a header.
 const acceptable = /^[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?$/;
 
-/** Echoes the caller's X-Request-Id (when sane), else mints one; every response carries it. */
+/**
+ * Echoes the caller's X-Request-Id (when sane), else mints one; every response carries it. The rest of the
+ * request runs in its correlation (with the caller's W3C traceparent, or one derived from the id), so log
+ * lines, outbox rows, jobs and Kafka headers written on its behalf carry the same id.
+ */
 export const requestId: Middleware<ApiState> = async (ctx, next) => {
   const given = ctx.get('x-request-id');
   ctx.state.requestId = given && acceptable.test(given) ? given : randomUUID();
   ctx.set('X-Request-Id', ctx.state.requestId);
-  await next();
+  const traceparent = traceparentFor(ctx.state.requestId, ctx.get('traceparent') || undefined);
+  await withCorrelation({ requestId: ctx.state.requestId, traceparent }, next);
 };

@@ -4,7 +4,11 @@ import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { HoldRateLimiter } from '../hold-rate-limiter.js';
 import { parse, pathId } from '../validation.js';
-import { cancelBody, carHoldBody, holdBodyObject, idempotencyKeyHeader, stayHoldBody } from '../schemas/bookings.js';
+import { z } from 'zod';
+import {
+  bookingAnswer, cancelAnswer, cancelBody, carHoldBody, holdAnswer, holdBodyObject, idempotencyKeyHeader, stayHoldBody, tripAnswer,
+} from '../schemas/bookings.js';
+import type { Operation } from '../openapi/operation.js';
 import { advanceTrip, cancelBooking, getBooking } from '../../shared/usecases/bookings.js';
 import { placeHold, type HoldDeps, type HoldInput } from '../../shared/usecases/holds.js';
 import { refusalError } from '../../shared/usecases/idempotency.js';
@@ -58,3 +62,59 @@ export function bookingRoutes(deps: ApiDeps) {
   }
   return router;
 }
+
+const anyRole = ['customer', 'host', 'operator'] as const;
+const hostOrOperator = ['host', 'operator'] as const;
+
+export const bookingOperations: Operation[] = [
+  {
+    operationId: 'holdBooking', method: 'post', path: '/bookings', tag: 'bookings', auth: ['customer'],
+    summary: 'Hold a car or a stay',
+    description: 'Car: `{carId, from, to}`, from in the future, from < to, at most 30 days; the car is blocked for '
+      + '[from, to + turnaroundMinutes). Stay: `{roomTypeId, checkIn, checkOut, rooms?, guests?, ratePlanId?, quoteId?}`, 1 to 30 nights, '
+      + 'all held or none; with a rate plan, its restrictions and prices are checked under the hold\'s locks (totalAmount); with a quote, '
+      + 'the quote must be yours, match the body, be valid and still have the current total. '
+      + 'The hold lasts HOLD_TTL_S. With an Idempotency-Key, a replay of the same body answers the first status and body '
+      + 'with `Idempotent-Replayed: true` and creates nothing. At most HOLD_RATE_LIMIT new holds per HOLD_RATE_WINDOW_S.',
+    headers: z.object({ 'Idempotency-Key': idempotencyKeyHeader.describe('1–255 characters, scoped to you, kept at least 24 h') }),
+    body: z.union([carHoldBody, stayHoldBody]),
+    example: { carId: 1, from: '2030-01-01T10:00:00+07:00', to: '2030-01-02T10:00:00+07:00' },
+    answer: {
+      status: 201, description: 'The hold; pay its deposit at `paymentUrl` before `holdExpiresAt`', schema: holdAnswer,
+      headers: { 'Idempotent-Replayed': { description: '`true` when this is the replay of an earlier request with the same key', schema: { type: 'string', enum: ['true'] }, required: false } },
+    },
+    errors: ['NOT_FOUND', 'CAR_UNAVAILABLE', 'SOLD_OUT', 'STAY_RESTRICTED', 'PRICE_CHANGED', 'QUOTE_EXPIRED', 'IDEMPOTENCY_IN_PROGRESS',
+      'IDEMPOTENCY_KEY_REUSED', 'RATE_LIMITED'],
+  },
+  {
+    operationId: 'getBooking', method: 'get', path: '/bookings/{id}', tag: 'bookings', auth: anyRole,
+    summary: 'Read a booking', description: "The owner, the car's host or an operator; anyone else gets 404.",
+    answer: { status: 200, description: 'The booking, with its payment and latest refund', schema: bookingAnswer },
+  },
+  {
+    operationId: 'payBooking', method: 'get', path: '/bookings/{id}/pay', tag: 'bookings', auth: ['customer'],
+    summary: "Redirect to the provider's checkout",
+    description: 'The owner only. Creates the payment intent on the first call, reuses it after. 503 when the provider does not answer.',
+    answer: {
+      status: 303, description: "See Other: the provider's checkout page",
+      headers: { Location: { description: "The provider's checkout URL", schema: { type: 'string', format: 'uri' } } },
+    },
+    errors: ['INVALID_STATE'],
+  },
+  {
+    operationId: 'cancelBooking', method: 'post', path: '/bookings/{id}/cancel', tag: 'bookings', auth: anyRole,
+    summary: 'Cancel a hold or a confirmed booking',
+    description: 'Owner cancelling CONFIRMED: 100 % of the deposit ≥ 72 h before pickup, 50 % ≥ 24 h, else 0; the car\'s host or an '
+      + 'operator: 100 %; HOLD: 0. The refund is paid asynchronously.',
+    body: cancelBody, example: { reason: 'plans changed' },
+    answer: { status: 200, description: 'Cancelled, with the refund owed', schema: cancelAnswer },
+    errors: ['INVALID_STATE'],
+  },
+  ...(['pickup', 'return'] as const).map((action): Operation => ({
+    operationId: `${action}Booking`, method: 'post', path: `/bookings/{id}/${action}`, tag: 'bookings', auth: hostOrOperator,
+    summary: action === 'pickup' ? 'CONFIRMED → ON_TRIP' : 'ON_TRIP → COMPLETED',
+    description: "The car's host or an operator (stays: operators).",
+    answer: { status: 200, description: 'The new status', schema: tripAnswer },
+    errors: ['INVALID_STATE'],
+  })),
+];

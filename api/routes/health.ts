@@ -1,5 +1,7 @@
 import Router from '@koa/router';
+import { z } from 'zod';
 import type { ApiDeps, ApiState } from '../context.js';
+import type { Operation } from '../openapi/operation.js';
 import { assertReady } from '../../shared/usecases/readiness.js';
 
 export function healthRoutes(deps: ApiDeps) {
@@ -12,8 +14,28 @@ export function healthRoutes(deps: ApiDeps) {
     ctx.body = { status: 'ready' };
   });
   router.get('/metrics', async (ctx) => {
-    ctx.type = deps.metrics.registry.contentType;
-    ctx.body = await deps.metrics.registry.metrics();
+    ctx.type = deps.metrics.contentType;
+    ctx.body = await deps.metrics.scrape();
   });
   return router;
 }
+
+export const healthOperations: Operation[] = [
+  {
+    operationId: 'health', method: 'get', path: '/health', tag: 'operations', auth: 'public', usesDependencies: false,
+    summary: 'Liveness', description: 'The process answers; says nothing about its dependencies.',
+    answer: { status: 200, description: 'Alive', schema: z.object({ status: z.literal('ok') }).strict() },
+  },
+  {
+    operationId: 'ready', method: 'get', path: '/ready', tag: 'operations', auth: 'public',
+    summary: 'Readiness', description: 'PostgreSQL and Redis answer, and the process has not been asked to stop (then 503 while it drains).',
+    answer: { status: 200, description: 'Ready for traffic', schema: z.object({ status: z.literal('ready') }).strict() },
+  },
+  {
+    operationId: 'metrics', method: 'get', path: '/metrics', tag: 'operations', auth: 'public', usesDependencies: false,
+    summary: 'Prometheus metrics',
+    description: 'HTTP latency, bookings by outcome, webhooks, provider calls, queue depths, outbox backlog and age, refunds pending, '
+      + 'rate-limiter fail-opens, process metrics. Values read from the database are read here, with a time limit.',
+    answer: { status: 200, description: 'Prometheus text exposition format', contentType: 'text/plain; version=0.0.4; charset=utf-8' },
+  },
+];

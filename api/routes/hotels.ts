@@ -3,7 +3,11 @@ import type { ApiState, RouteDeps } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { parse, pathId } from '../validation.js';
-import { adjustInventoryBody, availabilityQuery, createHotelBody, createRoomTypeBody, nightRangeQuery } from '../schemas/hotels.js';
+import {
+  adjustInventoryBody, auditAnswer, availabilityAnswer, availabilityQuery, createHotelBody, createRoomTypeBody, hotelAnswer,
+  nightRangeQuery, nightsAnswer, roomTypeAnswer,
+} from '../schemas/hotels.js';
+import type { Operation } from '../openapi/operation.js';
 import { createHotel, createRoomType } from '../../shared/usecases/catalogue.js';
 import { adjustInventory, getInventory, getInventoryAudit } from '../../shared/usecases/inventory.js';
 import { searchStays } from '../../shared/usecases/search.js';
@@ -42,3 +46,49 @@ export function hotelRoutes(deps: RouteDeps) {
   });
   return router;
 }
+
+const operator = ['operator'] as const;
+const RANGE = 'Nights [from, to), at most 366.';
+
+export const hotelOperations: Operation[] = [
+  {
+    operationId: 'searchStays', method: 'get', path: '/hotels/availability', tag: 'search', auth: 'public',
+    summary: 'Room types with free rooms on every night',
+    description: '1 to 30 nights [checkIn, checkOut); at most 200 room types, most free rooms first.',
+    query: availabilityQuery,
+    answer: { status: 200, description: 'Room types with at least `rooms` free on every night', schema: availabilityAnswer },
+  },
+  {
+    operationId: 'createHotel', method: 'post', path: '/hotels', tag: 'catalogue', auth: operator,
+    summary: 'Create a hotel', description: '`timezone` is an IANA zone name; hotel dates are in it.',
+    body: createHotelBody, example: { name: 'Riverside', city: 'HCM', timezone: 'Asia/Ho_Chi_Minh' },
+    answer: { status: 201, description: 'The hotel', schema: hotelAnswer },
+  },
+  {
+    operationId: 'createRoomType', method: 'post', path: '/hotels/{hotelId}/room-types', tag: 'catalogue', auth: operator,
+    summary: 'Create a room type of a hotel',
+    body: createRoomTypeBody, example: { name: 'Double', depositAmount: 500000 },
+    answer: { status: 201, description: 'The room type', schema: roomTypeAnswer },
+  },
+  {
+    operationId: 'setInventory', method: 'put', path: '/room-types/{roomTypeId}/inventory', tag: 'inventory', auth: operator,
+    summary: 'Set sellable rooms on every night of a range',
+    description: `${RANGE} All nights or none; refused when sellable would drop below held + confirmed.`,
+    body: adjustInventoryBody, example: { from: '2030-01-01', to: '2030-01-08', sellable: 10, reason: 'opening' },
+    answer: { status: 200, description: 'The nights after the change', schema: nightsAnswer },
+    errors: ['INVENTORY_BELOW_COMMITTED'],
+  },
+  {
+    operationId: 'getInventory', method: 'get', path: '/room-types/{roomTypeId}/inventory', tag: 'inventory', auth: operator,
+    summary: 'Read the nights of a range', description: RANGE,
+    query: nightRangeQuery,
+    answer: { status: 200, description: 'Each night with its counts', schema: nightsAnswer },
+  },
+  {
+    operationId: 'getInventoryAudit', method: 'get', path: '/room-types/{roomTypeId}/inventory/audit', tag: 'inventory', auth: operator,
+    summary: 'The inventory ledger of a range',
+    description: `${RANGE} Every change of any count (hold, confirm, release, adjustment); entries are never updated or deleted.`,
+    query: nightRangeQuery,
+    answer: { status: 200, description: 'Entries, oldest first', schema: auditAnswer },
+  },
+];

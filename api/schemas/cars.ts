@@ -15,3 +15,11 @@ export const createCarBody = z.object({
 
 /** GET /cars (from < to and the 30-day span are checked by the search use case) */
 export const carSearchQuery = z.object({ city: text(50), from: instant, to: instant, limit: queryInt(50, 1, 200) });
+
+/** A car as created (201). */
+export const carAnswer = z.object({
+  id, hostId: id, plate: z.string(), model: z.string(), city: z.string(), dailyPrice: money, depositAmount: money,
+  currency: z.string(), turnaroundMinutes: z.number().int(),
+}).strict();
+/** GET /cars: cheapest first, then id. */
+export const carSearchAnswer = z.object({ cars: z.array(carAnswer.omit({ hostId: true, turnaroundMinutes: true })) }).strict();

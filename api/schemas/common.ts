@@ -14,7 +14,18 @@ export const instant = z
 export const isoDate = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date YYYY-MM-DD')
-  .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'a real calendar date');
+  .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'a real calendar date')
+  // Year 0000 parses in JavaScript but not in PostgreSQL (there is no year 0 AD).
+  .refine((s) => s >= '0001-01-01', 'a date from 0001-01-01 on');
 export const text = (max = 200) => z.string().trim().min(1).max(max);
 /** Query integers arrive as strings. */
 export const queryInt = (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def);
+/** Rooms of a stay (a hold or a quote). */
+export const rooms = z.number().int().min(1).max(100).default(1);
+/** Guests of a stay; at most maxGuests × rooms is the domain's rule. */
+export const guests = z.number().int().min(1).max(10_000).default(1);
+
+// Answers are described for the OpenAPI document only. They are strict, so a field an answer gains
+// without its schema fails the test that checks live answers against the document.
+export const instantOut = z.string().datetime({ offset: true });
+export const dateOut = z.string().regex(/^\d{4}-\d{2}-\d{2}$/);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { currency, isoDate, money, queryInt, text } from './common.js';
+import { currency, dateOut, id, isoDate, money, queryInt, text } from './common.js';
 
 /** POST /hotels */
 export const createHotelBody = z.object({
@@ -10,7 +10,9 @@ export const createHotelBody = z.object({
 });
 
 /** POST /hotels/{hotelId}/room-types */
-export const createRoomTypeBody = z.object({ name: text(200), depositAmount: money, currency: currency.default('VND') });
+export const createRoomTypeBody = z.object({
+  name: text(200), depositAmount: money, currency: currency.default('VND'), maxGuests: z.number().int().min(1).max(100).default(2),
+});
 
 /** GET /room-types/{roomTypeId}/inventory and …/audit: nights [from, to) */
 export const nightRangeQuery = z.object({ from: isoDate, to: isoDate });
@@ -20,3 +22,24 @@ export const adjustInventoryBody = nightRangeQuery.extend({ sellable: z.number()
 
 /** GET /hotels/availability (the 1–30 nights are checked by the search use case) */
 export const availabilityQuery = z.object({ city: text(50), checkIn: isoDate, checkOut: isoDate, rooms: queryInt(1, 1, 100) });
+
+export const hotelAnswer = z.object({ id, name: z.string(), city: z.string(), timezone: z.string(), checkInTime: z.string() }).strict();
+export const roomTypeAnswer = z.object({ id, hotelId: id, name: z.string(), depositAmount: money, currency: z.string(), maxGuests: z.number().int() }).strict();
+const count = z.number().int().nonnegative();
+/** Inventory of each night of the range: available = sellable − held − confirmed. */
+export const nightsAnswer = z.object({
+  nights: z.array(z.object({ date: dateOut, sellable: count, held: count, confirmed: count, available: z.number().int() }).strict()),
+}).strict();
+const counts = z.object({ sellable: count, held: count, confirmed: count }).strict();
+/** Every count change of the range's nights, oldest first. */
+export const auditAnswer = z.object({
+  entries: z.array(z.object({
+    at: z.string(), date: dateOut, actor: z.string(), reason: z.string(), bookingId: id.nullable(), before: counts, after: counts,
+  }).strict()),
+}).strict();
+/** Room types with at least `rooms` free on every night; `available` is the minimum over the nights. */
+export const availabilityAnswer = z.object({
+  roomTypes: z.array(z.object({
+    roomTypeId: id, hotelId: id, hotelName: z.string(), name: z.string(), available: count, depositAmount: money, currency: z.string(),
+  }).strict()),
+}).strict();

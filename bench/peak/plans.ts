@@ -77,13 +77,13 @@ export async function explainAll(url: string, p: PlanInputs): Promise<Plan[]> {
         await captureSql((db) => searchAvailability(db, { city: p.city, checkIn: p.checkIn, checkOut: p.checkOut, rooms: 1, nights: nightsBetween(p.checkIn, p.checkOut) }))),
       // 400 days ahead: past every seeded calendar, so the INSERT succeeds (a conflict would abort EXPLAIN).
       await explain(c, `car hold INSERT (car ${p.carId}; rolled back)`,
-        await captureSql((db) => insertCarHold(db, { customerId: 1, carId: p.carId, from: new Date(hour + 400 * 86_400_000), to: new Date(hour + 403 * 86_400_000), holdExpiresAt: new Date(Date.now() + 900_000) }),
-          { id: 1, depositAmount: 1, currency: 'VND' }), true),
+        await captureSql((db) => insertCarHold(db, { customerId: 1, carId: p.carId, from: new Date(hour + 400 * 86_400_000), to: new Date(hour + 403 * 86_400_000), days: 3, holdExpiresAt: new Date(Date.now() + 900_000) }),
+          { id: 1, depositAmount: 1, totalAmount: 3, currency: 'VND' }), true),
       await explain(c, `car hold + booking.held, one statement (car ${p.carId}; rolled back)`,
         await capturePrepared((db) => {
-          const h = { customerId: 1, carId: p.carId, from: new Date(hour + 410 * 86_400_000), to: new Date(hour + 411 * 86_400_000), holdExpiresAt: new Date(Date.now() + 900_000) };
+          const h = { customerId: 1, carId: p.carId, from: new Date(hour + 410 * 86_400_000), to: new Date(hour + 411 * 86_400_000), days: 1, holdExpiresAt: new Date(Date.now() + 900_000) };
           return insertCarHoldWithEvent(db, h, draftCarHeld(new Date(), { customerId: 1, kind: 'car', carId: p.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString() }));
-        }, { id: 1, depositAmount: 1, currency: 'VND' }), true),
+        }, { id: 1, depositAmount: 1, totalAmount: 1, currency: 'VND' }), true),
       // The pump runs its claim with bitmap scans off (see lockLanes).
       await explain(c, 'outbox pump claim (both lanes, 1,000 each; bitmap scans off as the pump sets it)',
         await capturePrepared((db) => claimPending(db, { publish: true, dispatch: true }, 1000)), true, `SELECT set_config('enable_bitmapscan', 'off', true)`),

@@ -12,6 +12,7 @@ const common = {
   version: z.number(),
   customerId: z.number(),
   depositAmount: z.number(),
+  totalAmount: z.number().nullable(),
   currency: z.string(),
   holdExpiresAt: instant.nullable(),
   nextExpiryCheckAt: instant.nullable(),
@@ -22,7 +23,7 @@ const common = {
 const carRow = z.object({ kind: z.literal('car'), ...common, carId: z.number(), hostId: z.number(), from: instant, to: instant });
 const stayRow = z.object({
   kind: z.literal('stay'), ...common, roomTypeId: z.number(), checkIn: z.string(), checkOut: z.string(), rooms: z.number(),
-  hotelTimezone: z.string(), hotelCheckInTime: z.string(),
+  guests: z.number(), ratePlanId: z.number().nullable(), hotelTimezone: z.string(), hotelCheckInTime: z.string(),
 });
 
 /** A booking row as read (car, room type and hotel joined), parsed into the domain's Booking. */
@@ -36,6 +37,7 @@ const select = sql.fragment`
   SELECT b.id, b.kind, b.status, b.version, b.customer_id AS "customerId", b.car_id AS "carId", c.host_id AS "hostId",
     lower(b.period) AS "from", upper(b.period) AS "to",
     b.room_type_id AS "roomTypeId", b.check_in::text AS "checkIn", b.check_out::text AS "checkOut", b.rooms,
+    b.guests, b.rate_plan_id AS "ratePlanId", b.total_amount AS "totalAmount",
     b.deposit_amount AS "depositAmount", b.currency, b.hold_expires_at AS "holdExpiresAt",
     b.next_expiry_check_at AS "nextExpiryCheckAt", b.pay_requested_at AS "payRequestedAt",
     b.payment_intent_id AS "paymentIntentId", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
@@ -54,10 +56,12 @@ export interface NewCarHold {
   carId: number;
   from: Date;
   to: Date;
+  /** Started days of [from, to): the total is the car's dailyPrice times this. */
+  days: number;
   holdExpiresAt: Date;
 }
 
-const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), currency: z.string() });
+const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), totalAmount: z.number(), currency: z.string() });
 
 /**
  * Inserts the hold with the car's deposit; null when the car does not exist. The exclusion constraint,
@@ -65,36 +69,40 @@ const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), curre
  */
 export async function insertCarHold(db: CommonQueryMethods, h: NewCarHold): Promise<z.infer<typeof insertedHold> | null> {
   return db.maybeOne(sql.type(insertedHold)`
-    INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, currency, hold_expires_at, next_expiry_check_at)
+    INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, total_amount, currency, hold_expires_at, next_expiry_check_at)
     SELECT 'car', 'HOLD', ${h.customerId}, c.id,
            tstzrange(${h.from.toISOString()}::timestamptz, ${h.to.toISOString()}::timestamptz, '[)'),
-           c.deposit_amount, c.currency, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()}
+           c.deposit_amount, c.daily_price * ${h.days}, c.currency, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()}
     FROM car c WHERE c.id = ${h.carId}
-    RETURNING id, deposit_amount AS "depositAmount", currency`);
+    RETURNING id, deposit_amount AS "depositAmount", total_amount AS "totalAmount", currency`);
 }
 
 /**
  * The hold and its booking.held event in one statement (one round trip, no explicit transaction), prepared: the
- * hottest write there is. The event gets the new booking's id (its message key too), deposit and currency from
- * the inserted row. As in insertCarHold, the exclusion constraint decides (SQLSTATE 23P01); a refused hold
- * writes no event either.
+ * hottest write there is. The event gets the new booking's id (its message key too), deposit, total and currency
+ * from the inserted row, so it is exactly what insertCarHold + writeEvent write. As in insertCarHold, the
+ * exclusion constraint decides (SQLSTATE 23P01); a refused hold writes no event either.
  */
 export async function insertCarHoldWithEvent(db: PreparedDb, h: NewCarHold, held: RowEventDraft): Promise<z.infer<typeof insertedHold> | null> {
   const rows = await db.query<z.infer<typeof insertedHold>>('insert-car-hold-with-event', `
     WITH b AS (
-      INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, currency, hold_expires_at, next_expiry_check_at)
-      SELECT 'car', 'HOLD', $1, c.id, tstzrange($2::timestamptz, $3::timestamptz, '[)'), c.deposit_amount, c.currency,
-             $4::timestamptz, $4::timestamptz
+      INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, total_amount, currency, hold_expires_at, next_expiry_check_at)
+      SELECT 'car', 'HOLD', $1, c.id, tstzrange($2::timestamptz, $3::timestamptz, '[)'), c.deposit_amount, c.daily_price * $9::int8,
+             c.currency, $4::timestamptz, $4::timestamptz
       FROM car c WHERE c.id = $5
-      RETURNING id, deposit_amount, currency
+      RETURNING id, deposit_amount, total_amount, currency
     ), e AS (
-      INSERT INTO outbox (event_id, topic, message_key, payload)
+      INSERT INTO outbox (event_id, topic, message_key, payload, request_id, traceparent)
       SELECT $6::uuid, $7, b.id::text,
-             $8::jsonb || jsonb_build_object('bookingId', b.id, 'depositAmount', b.deposit_amount, 'currency', b.currency)
+             $8::jsonb || jsonb_build_object('bookingId', b.id, 'depositAmount', b.deposit_amount, 'totalAmount', b.total_amount, 'currency', b.currency),
+             $10, $11
       FROM b
     )
-    SELECT id, deposit_amount AS "depositAmount", currency FROM b`,
-  [h.customerId, h.from.toISOString(), h.to.toISOString(), h.holdExpiresAt.toISOString(), h.carId, held.eventId, held.topic, JSON.stringify(held.payload)]);
+    SELECT id, deposit_amount AS "depositAmount", total_amount AS "totalAmount", currency FROM b`,
+  [
+    h.customerId, h.from.toISOString(), h.to.toISOString(), h.holdExpiresAt.toISOString(), h.carId, held.eventId, held.topic,
+    JSON.stringify(held.payload), h.days, held.requestId, held.traceparent,
+  ]);
   return rows[0] ? insertedHold.parse(rows[0]) : null;
 }
 
@@ -104,17 +112,25 @@ export interface NewStayHold {
   checkIn: string;
   checkOut: string;
   rooms: number;
+  guests: number;
   depositAmount: number;
   currency: string;
   holdExpiresAt: Date;
+  /** On a rate plan: the total and the per-room price of each night it was sold at; else all null. */
+  ratePlanId: number | null;
+  quoteId: number | null;
+  totalAmount: number | null;
+  nightPrices: number[] | null;
 }
 
 export async function insertStayHold(db: CommonQueryMethods, h: NewStayHold): Promise<number> {
   return db.oneFirst(sql.type(z.object({ id: z.number() }))`
-    INSERT INTO booking (kind, status, customer_id, room_type_id, check_in, check_out, rooms, deposit_amount, currency,
-                         hold_expires_at, next_expiry_check_at)
-    VALUES ('stay', 'HOLD', ${h.customerId}, ${h.roomTypeId}, ${h.checkIn}::date, ${h.checkOut}::date, ${h.rooms},
-            ${h.depositAmount}, ${h.currency}, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()})
+    INSERT INTO booking (kind, status, customer_id, room_type_id, check_in, check_out, rooms, guests, deposit_amount, currency,
+                         hold_expires_at, next_expiry_check_at, rate_plan_id, quote_id, total_amount, night_prices)
+    VALUES ('stay', 'HOLD', ${h.customerId}, ${h.roomTypeId}, ${h.checkIn}::date, ${h.checkOut}::date, ${h.rooms}, ${h.guests},
+            ${h.depositAmount}, ${h.currency}, ${h.holdExpiresAt.toISOString()}, ${h.holdExpiresAt.toISOString()},
+            ${h.ratePlanId}::bigint, ${h.quoteId}::bigint, ${h.totalAmount}::bigint,
+            ${h.nightPrices === null ? null : sql.array(h.nightPrices, 'int8')})
     RETURNING id`);
 }
 

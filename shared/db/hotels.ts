@@ -16,11 +16,12 @@ export const roomTypeRow = z.object({
   name: z.string(),
   depositAmount: z.number(),
   currency: z.string(),
+  maxGuests: z.number(),
 });
 export type RoomTypeRow = z.infer<typeof roomTypeRow>;
 
 const hotelColumns = sql.fragment`id, name, city, timezone, to_char(check_in_time, 'HH24:MI') AS "checkInTime"`;
-const roomTypeColumns = sql.fragment`id, hotel_id AS "hotelId", name, deposit_amount AS "depositAmount", currency`;
+const roomTypeColumns = sql.fragment`id, hotel_id AS "hotelId", name, deposit_amount AS "depositAmount", currency, max_guests AS "maxGuests"`;
 
 export async function insertHotel(db: CommonQueryMethods, h: Omit<HotelRow, 'id'>): Promise<HotelRow> {
   return db.one(sql.type(hotelRow)`
@@ -35,13 +36,23 @@ export async function findHotel(db: CommonQueryMethods, id: number): Promise<Hot
 
 export async function insertRoomType(db: CommonQueryMethods, r: Omit<RoomTypeRow, 'id'>): Promise<RoomTypeRow> {
   return db.one(sql.type(roomTypeRow)`
-    INSERT INTO room_type (hotel_id, name, deposit_amount, currency)
-    VALUES (${r.hotelId}, ${r.name}, ${r.depositAmount}, ${r.currency})
+    INSERT INTO room_type (hotel_id, name, deposit_amount, currency, max_guests)
+    VALUES (${r.hotelId}, ${r.name}, ${r.depositAmount}, ${r.currency}, ${r.maxGuests})
     RETURNING ${roomTypeColumns}`);
 }
 
 export async function findRoomType(db: CommonQueryMethods, id: number): Promise<RoomTypeRow | null> {
   return db.maybeOne(sql.type(roomTypeRow)`SELECT ${roomTypeColumns} FROM room_type WHERE id = ${id}`);
+}
+
+/** Lookups by name, for idempotent seeding (names are not unique: the lowest id wins). */
+export async function findHotelByName(db: CommonQueryMethods, name: string, city: string): Promise<HotelRow | null> {
+  return db.maybeOne(sql.type(hotelRow)`SELECT ${hotelColumns} FROM hotel WHERE name = ${name} AND city = ${city} ORDER BY id LIMIT 1`);
+}
+
+export async function findRoomTypeByName(db: CommonQueryMethods, hotelId: number, name: string): Promise<RoomTypeRow | null> {
+  return db.maybeOne(sql.type(roomTypeRow)`
+    SELECT ${roomTypeColumns} FROM room_type WHERE hotel_id = ${hotelId} AND name = ${name} ORDER BY id LIMIT 1`);
 }
 
 export const availabilityRow = z.object({

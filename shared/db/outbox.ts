@@ -7,20 +7,19 @@ export interface NewOutboxRow {
   topic: string;
   key: string;
   payload: Record<string, unknown>;
+  /** The request (or job) the event was written for, and its trace context. */
+  requestId: string | null;
+  traceparent: string | null;
 }
 
-/** An event that the statement writing it completes from the row it inserts (see insertCarHoldWithEvent). */
-export interface RowEventDraft {
-  eventId: string;
-  topic: string;
-  payload: Record<string, unknown>;
-}
+/** An event that the statement writing it completes (key and payload fields) from the row it inserts (see insertCarHoldWithEvent). */
+export type RowEventDraft = Omit<NewOutboxRow, 'key'>;
 
 /** One INSERT in the caller's transaction: the event exists exactly when the change it describes does. */
 export async function insertOutboxEvent(tx: CommonQueryMethods, row: NewOutboxRow): Promise<void> {
   await tx.query(sql.typeAlias('void')`
-    INSERT INTO outbox (event_id, topic, message_key, payload)
-    VALUES (${row.eventId}, ${row.topic}, ${row.key}, ${sql.jsonb(row.payload as never)})`);
+    INSERT INTO outbox (event_id, topic, message_key, payload, request_id, traceparent)
+    VALUES (${row.eventId}, ${row.topic}, ${row.key}, ${sql.jsonb(row.payload as never)}, ${row.requestId}, ${row.traceparent})`);
 }
 
 /** An outbox row as the pump claims it: the payload as stored (JSON text), and which lanes still need it. */
@@ -30,6 +29,9 @@ export interface PendingRow {
   topic: string;
   key: string;
   payload: string;
+  /** The request the event was written for and its trace context (Kafka headers, job data); null outside one. */
+  requestId: string | null;
+  traceparent: string | null;
   toPublish: boolean;
   toDispatch: boolean;
 }
@@ -76,7 +78,7 @@ export async function claimPending(tx: PreparedQueries, lanes: Lanes, limit: num
   ];
   return tx.query<PendingRow>(`pump-claim-${laneName(lanes)}`, `
     SELECT id, event_id::text AS "eventId", topic, message_key AS key, payload::text AS payload,
-           published_at IS NULL AS "toPublish", dispatched_at IS NULL AS "toDispatch"
+           request_id AS "requestId", traceparent, published_at IS NULL AS "toPublish", dispatched_at IS NULL AS "toDispatch"
     FROM outbox
     WHERE id = ANY (ARRAY(${pick.join(' UNION ')}))
     ORDER BY id
@@ -102,9 +104,20 @@ export async function vacuumOutbox(db: PreparedQueries): Promise<void> {
   await db.query('', 'VACUUM (INDEX_CLEANUP ON, TRUNCATE OFF, SKIP_LOCKED, PARALLEL 0) outbox', []);
 }
 
-export async function outboxLag(db: CommonQueryMethods) {
-  return db.one(sql.type(z.object({ pending: z.number(), lagSeconds: z.number() }))`
-    SELECT count(*)::int AS pending,
-           coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)::float8 AS "lagSeconds"
-    FROM outbox WHERE published_at IS NULL`);
+const backlogRow = z.object({
+  unpublished: z.number(), oldestUnpublishedAgeSeconds: z.number(), undispatched: z.number(), oldestUndispatchedAgeSeconds: z.number(),
+});
+
+/**
+ * Events waiting for the pump's publish lane (unpublished) and its dispatch lane (undispatched): counts and the age of the
+ * oldest, 0 when none. Each subquery matches a partial index's predicate, so only waiting rows are read.
+ */
+export async function outboxBacklog(db: CommonQueryMethods) {
+  return db.one(sql.type(backlogRow)`
+    SELECT (SELECT count(*) FROM outbox WHERE published_at IS NULL)::int AS unpublished,
+           coalesce(extract(epoch FROM clock_timestamp() - (SELECT min(created_at) FROM outbox WHERE published_at IS NULL)), 0)::float8
+             AS "oldestUnpublishedAgeSeconds",
+           (SELECT count(*) FROM outbox WHERE dispatched_at IS NULL)::int AS undispatched,
+           coalesce(extract(epoch FROM clock_timestamp() - (SELECT min(created_at) FROM outbox WHERE dispatched_at IS NULL)), 0)::float8
+             AS "oldestUndispatchedAgeSeconds"`);
 }

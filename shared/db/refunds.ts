@@ -86,3 +86,14 @@ export async function stalePendingRefunds(db: CommonQueryMethods, idleSeconds: n
     WHERE status = 'PENDING' AND updated_at < now() - make_interval(secs => ${idleSeconds})
     ORDER BY id LIMIT ${limit}`);
 }
+
+const pendingRow = z.object({ pending: z.number(), oldestAgeSeconds: z.number(), overOneHour: z.number() });
+
+/** PENDING refunds: how many, the oldest one's age (0 when none), and how many are over an hour old (partial index). */
+export async function pendingRefundStats(db: CommonQueryMethods) {
+  return db.one(sql.type(pendingRow)`
+    SELECT count(*)::int AS pending,
+           coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS "oldestAgeSeconds",
+           count(*) FILTER (WHERE created_at < now() - interval '1 hour')::int AS "overOneHour"
+    FROM refund WHERE status = 'PENDING'`);
+}

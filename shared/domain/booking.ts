@@ -14,6 +14,8 @@ interface BookingBase {
   version: number;
   customerId: number;
   depositAmount: number;
+  /** What it was sold at: cars dailyPrice × started days; stays on a rate plan Σ nightly price × rooms; else null. */
+  totalAmount: number | null;
   currency: string;
   /** Set while the booking is a HOLD. */
   holdExpiresAt: Date | null;
@@ -40,6 +42,9 @@ export interface StayBooking extends BookingBase {
   checkIn: string;
   checkOut: string;
   rooms: number;
+  guests: number;
+  /** The rate plan it was sold on; null when held without one (then totalAmount is null too). */
+  ratePlanId: number | null;
   hotel: { timezone: string; checkInTime: string };
 }
 

@@ -3,10 +3,12 @@ import type { CommonQueryMethods } from '../db/pool.js';
 import { insertOutboxEvent, type RowEventDraft } from '../db/outbox.js';
 import { messageKeyOf, type EventPayload } from './payloads.js';
 import type { EventType } from './topics.js';
+import { currentCorrelation } from '../correlation.js';
 
 /**
  * Writes an event of `type` in the caller's transaction (so it exists exactly when the change it
- * describes does); the outbox pump takes it to Kafka and BullMQ. Returns the event id.
+ * describes does); the outbox pump takes it to Kafka and BullMQ. The row carries the request id of the
+ * work writing it (shared/correlation.ts). Returns the event id.
  */
 export async function writeEvent<T extends EventType>(
   tx: CommonQueryMethods,
@@ -15,22 +17,29 @@ export async function writeEvent<T extends EventType>(
   payload: EventPayload<T>,
 ): Promise<string> {
   const eventId = randomUUID();
+  const correlation = currentCorrelation();
   await insertOutboxEvent(tx, {
     eventId, topic: type, key: String(messageKeyOf(type, payload)),
     payload: { eventId, type, occurredAt: occurredAt.toISOString(), ...payload },
+    requestId: correlation?.requestId ?? null, traceparent: correlation?.traceparent ?? null,
   });
   return eventId;
 }
 
 type CarHeld = Extract<EventPayload<'booking.held'>, { kind: 'car' }>;
-/** booking.held of a car hold, but for what the hold's INSERT decides: the booking id, the car's deposit and currency. */
-export type CarHeldDraft = Omit<CarHeld, 'bookingId' | 'depositAmount' | 'currency'>;
+/** booking.held of a car hold, but for what the hold's INSERT decides: the booking id and the car's prices. */
+export type CarHeldDraft = Omit<CarHeld, 'bookingId' | 'depositAmount' | 'totalAmount' | 'currency'>;
 
 /**
  * booking.held for a car hold written by the same statement as the booking (insertCarHoldWithEvent), which
- * adds the fields the new row decides; its message key is the booking id, as messageKeyOf says.
+ * adds the fields the new row decides; its message key is the booking id, as messageKeyOf says. Like
+ * writeEvent, it carries the request id of the work writing it.
  */
 export function draftCarHeld(occurredAt: Date, payload: CarHeldDraft): RowEventDraft {
   const eventId = randomUUID();
-  return { eventId, topic: 'booking.held', payload: { eventId, type: 'booking.held', occurredAt: occurredAt.toISOString(), ...payload } };
+  const correlation = currentCorrelation();
+  return {
+    eventId, topic: 'booking.held', payload: { eventId, type: 'booking.held', occurredAt: occurredAt.toISOString(), ...payload },
+    requestId: correlation?.requestId ?? null, traceparent: correlation?.traceparent ?? null,
+  };
 }

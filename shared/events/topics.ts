@@ -11,6 +11,7 @@ export const EVENT_TYPES = [
   'refund.succeeded',
   'refund.failed',
   'inventory.adjusted',
+  'rate.updated',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

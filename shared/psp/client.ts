@@ -42,6 +42,24 @@ export interface PspClientOptions {
   retries?: number;
   /** First backoff delay; later ones grow exponentially (with jitter). */
   backoffInitialMs?: number;
+  /** Told of every call once it has settled (retries included): for metrics. */
+  onCall?: (call: PspCall) => void;
+}
+
+/** A settled call: `operation` is the method and path template, e.g. `GET /v1/payment_intents/{id}`. */
+export interface PspCall {
+  operation: string;
+  outcome: 'ok' | 'rejected' | 'timeout' | 'unreachable';
+  seconds: number;
+}
+
+/** Ids in a path become `{id}` and the query goes, so operations are few and stable. */
+const operationOf = (method: string, path: string) =>
+  `${method} ${path.split('?')[0]!.replace(/\/(v1\/(?:payment_intents|refunds))\/[^/]+/, '/$1/{id}')}`;
+
+function outcomeOf(e: unknown): PspCall['outcome'] {
+  if (e instanceof ProviderRejectedError) return 'rejected';
+  return e instanceof ProviderUnreachableError && isTimeout(e.cause) ? 'timeout' : 'unreachable';
 }
 
 /** Connection error, timeout, 5xx or an unreadable answer, after all retries: the outcome is unknown. */
@@ -87,11 +105,13 @@ export class PspClient {
   private readonly baseUrl: string;
   private readonly apiKey: string;
   private readonly policy: ReturnType<typeof attemptPolicy>;
+  private readonly onCall?: (call: PspCall) => void;
 
-  constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100 }: PspClientOptions) {
+  constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100, onCall }: PspClientOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.apiKey = apiKey;
     this.policy = attemptPolicy(timeoutMs, retries, backoffInitialMs);
+    this.onCall = onCall;
   }
 
   createPaymentIntent(
@@ -117,7 +137,27 @@ export class PspClient {
     return this.request('POST', '/v1/refunds', refundSchema, input, idempotencyKey);
   }
 
+  /** `send`, timed and reported to `onCall` with its outcome. */
   private async request<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    schema: z.ZodType<T, z.ZodTypeDef, unknown>,
+    body?: unknown,
+    idempotencyKey?: string,
+  ): Promise<T> {
+    const started = performance.now();
+    let outcome: PspCall['outcome'] = 'ok';
+    try {
+      return await this.send(method, path, schema, body, idempotencyKey);
+    } catch (e) {
+      outcome = outcomeOf(e);
+      throw e;
+    } finally {
+      this.onCall?.({ operation: operationOf(method, path), outcome, seconds: (performance.now() - started) / 1000 });
+    }
+  }
+
+  private async send<T>(
     method: 'GET' | 'POST',
     path: string,
     schema: z.ZodType<T, z.ZodTypeDef, unknown>,

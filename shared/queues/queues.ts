@@ -1,4 +1,6 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
+import { z } from 'zod';
+import { currentCorrelation, traceparentFor, type Correlation } from '../correlation.js';
 import type { Config } from '../config.js';
 import {
   EXPIRY_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES, expiryJobId, refundSweepJobId,
@@ -30,8 +32,20 @@ export async function closeQueues(queues: Queues): Promise<void> {
   await Promise.all(Object.values(queues).map((q) => q.close()));
 }
 
+const jobCorrelation = z.object({ requestId: z.string().max(200).optional(), traceparent: z.string().max(55).optional() });
+
+/** The request id (and trace context) a job was enqueued in, if any: its job data carries them beside the payload. */
+export function correlationOf(data: unknown): Correlation | undefined {
+  const c = jobCorrelation.safeParse(data);
+  return c.success && c.data.requestId ? { requestId: c.data.requestId, traceparent: c.data.traceparent ?? traceparentFor(c.data.requestId) } : undefined;
+}
+
+/** A job's data: its payload and, beside it, the correlation it was enqueued in (the payload schemas ignore those fields). */
+const dataWith = (data: object, c: Correlation | undefined) => (c ? { ...data, requestId: c.requestId, traceparent: c.traceparent } : data);
+
+/** Adds a job carrying the correlation of the work adding it. */
 function addJob<Q extends QueueName>(queues: Queues, queue: Q, name: string, data: JobData<Q>, opts: { jobId: string; delay?: number; removeOnComplete?: boolean; removeOnFail?: boolean }) {
-  return queues[queue].add(name, data, opts);
+  return queues[queue].add(name, dataWith(data, currentCorrelation()), opts);
 }
 
 /** The expiry check of a hold at `at` (a no-op when that check is already queued). */
@@ -44,11 +58,14 @@ export async function reenqueueRefund(queues: Queues, refundId: number, attempts
   await addJob(queues, REFUNDS_QUEUE, 'refund', { refundId }, { jobId: refundSweepJobId(refundId, attempts), removeOnComplete: true, removeOnFail: true });
 }
 
+/** A job to add, with the correlation (request id) it belongs to, if any. */
+export type CorrelatedJob = QueuedJob & { correlation?: Correlation };
+
 /** Adds jobs with one bulk call per queue (one Redis round trip each); ids already queued are no-ops. */
-export async function addJobs(queues: Queues, jobs: readonly QueuedJob[]): Promise<void> {
-  const byQueue = new Map<QueueName, QueuedJob[]>();
+export async function addJobs(queues: Queues, jobs: readonly CorrelatedJob[]): Promise<void> {
+  const byQueue = new Map<QueueName, CorrelatedJob[]>();
   for (const j of jobs) byQueue.set(j.queue, [...(byQueue.get(j.queue) ?? []), j]);
-  await Promise.all([...byQueue].map(([q, js]) => queues[q].addBulk(js.map((j) => ({ name: j.name, data: j.data, opts: j.opts })))));
+  await Promise.all([...byQueue].map(([q, js]) => queues[q].addBulk(js.map((j) => ({ name: j.name, data: dataWith(j.data, j.correlation), opts: j.opts })))));
 }
 
 /** Creates or updates a repeatable job (idempotent: every process that works the queue may call it). */

@@ -45,9 +45,9 @@ export const QUEUES = {
     payload: z.object({ eventId: z.string().uuid(), eventType: z.enum(EVENT_TYPES), bookingId: id, channel: z.enum(NOTIFY_CHANNELS) }),
     defaultJobOptions: { removeOnComplete: { age: 3600 }, removeOnFail: { age: 7 * 86_400 }, attempts: 10, backoff: { type: 'exponential', delay: 1000 } },
   },
-  /** Housekeeping on a schedule (purging old idempotency keys). */
+  /** Housekeeping on a schedule (purging old idempotency keys and long-expired quotes). */
   [MAINTENANCE_QUEUE]: {
-    payload: z.object({ task: z.enum(['purge-idempotency-keys']) }),
+    payload: z.object({ task: z.enum(['purge-idempotency-keys', 'purge-quotes']) }),
     defaultJobOptions: { removeOnComplete: true, removeOnFail: 100, attempts: 3, backoff: { type: 'exponential', delay: 10_000 } },
   },
 } as const satisfies Record<string, QueueSpec>;
@@ -120,6 +120,7 @@ export const SCHEDULES = {
   'idempotency-purge': schedule({
     queue: MAINTENANCE_QUEUE, everyMs: 3_600_000, job: { name: 'purge-idempotency-keys', data: { task: 'purge-idempotency-keys' } },
   }),
+  'quote-purge': schedule({ queue: MAINTENANCE_QUEUE, everyMs: 3_600_000, job: { name: 'purge-quotes', data: { task: 'purge-quotes' } } }),
 } as const;
 export type ScheduleId = keyof typeof SCHEDULES;
 /** A schedule's tick is not retried: the next tick comes soon enough. */

@@ -25,6 +25,9 @@ export interface BookingView {
   depositAmount: number;
   currency: string;
   holdExpiresAt: string | null;
+  guests: number | null;
+  ratePlanId: number | null;
+  totalAmount: number | null;
   payment: null | { status: 'SUCCEEDED'; amount: number };
   refund: null | { amount: number; status: 'PENDING' | 'SUCCEEDED' | 'FAILED' };
 }
@@ -44,6 +47,7 @@ export async function getBooking(deps: Deps, actor: Actor, id: number): Promise<
     ...kindFields(b),
     depositAmount: b.depositAmount, currency: b.currency,
     holdExpiresAt: b.status === 'HOLD' ? (b.holdExpiresAt?.toISOString() ?? null) : null,
+    guests: b.kind === 'stay' ? b.guests : null, ratePlanId: b.kind === 'stay' ? b.ratePlanId : null, totalAmount: b.totalAmount,
     payment: money.paymentAmount === null ? null : { status: 'SUCCEEDED', amount: money.paymentAmount },
     refund: money.refundAmount === null || money.refundStatus === null ? null : { amount: money.refundAmount, status: money.refundStatus },
   };

@@ -12,7 +12,8 @@ export type ExpiryOutcome =
   | { kind: 'not_due'; checkAt: Date }
   | { kind: 'kept'; checkAt: Date; why: 'processing' | 'unreachable' }
   | { kind: 'confirmed' }
-  | { kind: 'expired' }
+  /** `lateMs`: EXPIRED − holdExpiresAt, for the expiry lag metric (payRequested: the hold may have been kept for a payment). */
+  | { kind: 'expired'; lateMs: number; payRequested: boolean }
   | { kind: 'lost_race' };
 
 /** Re-check delay while a payment may be in flight: grows with the time past expiry, 1 s to 30 s. */
@@ -78,6 +79,7 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
 async function expireLocked(tx: CommonQueryMethods, deps: Deps, b: Booking): Promise<ExpiryOutcome> {
   await transition(tx, b, 'EXPIRED');
   await applyInventoryEffect(tx, b, 'HOLD', 'EXPIRED', 'system:expiry');
-  await writeEvent(tx, 'booking.expired', deps.clock.now(), { bookingId: b.id, customerId: b.customerId, kind: b.kind });
-  return { kind: 'expired' };
+  const now = deps.clock.now();
+  await writeEvent(tx, 'booking.expired', now, { bookingId: b.id, customerId: b.customerId, kind: b.kind });
+  return { kind: 'expired', lateMs: now.getTime() - (b.holdExpiresAt?.getTime() ?? now.getTime()), payRequested: b.payRequestedAt !== null };
 }

@@ -4,16 +4,22 @@ import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
 import { DomainError, forbidden, notFound } from '../domain/errors.js';
 import { checkCarHold, checkStayDates, stayDeposit, type BookingKind } from '../domain/booking.js';
-import { findRoomType } from '../db/hotels.js';
-import { lockNights, listNights, attributeChanges, moveRooms, type NightRow } from '../db/inventory.js';
+import { carDays, soldOut } from '../domain/rates.js';
+import { attributeChanges, moveRooms } from '../db/inventory.js';
 import { insertCarHold, insertCarHoldWithEvent, insertStayHold } from '../db/bookings.js';
 import { draftCarHeld, writeEvent } from '../events/outbox.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 import { idempotent, type Outcome, type Remember } from './idempotency.js';
+import { judgeLocked, judgeUnlocked, prepareStay, type PreparedStay } from './stay-pricing.js';
 
 export type HoldInput =
   | { kind: 'car'; carId: number; from: Date; to: Date }
-  | { kind: 'stay'; roomTypeId: number; checkIn: string; checkOut: string; rooms: number };
+  | {
+    kind: 'stay'; roomTypeId: number; checkIn: string; checkOut: string; rooms: number; guests: number;
+    ratePlanId?: number; quoteId?: number;
+    /** Set by prepareHold: the stay passed every check that needs the catalogue and the clock. */
+    prepared?: PreparedStay;
+  };
 
 export interface HoldResult {
   bookingId: number;
@@ -21,6 +27,8 @@ export interface HoldResult {
   status: 'HOLD';
   holdExpiresAt: string;
   depositAmount: number;
+  /** Cars: dailyPrice × started days; stays on a rate plan: Σ nightly price × rooms; other stays: null. */
+  totalAmount: number | null;
   currency: string;
   paymentUrl: string;
 }
@@ -31,6 +39,17 @@ export function checkHoldInput(input: HoldInput, now: Date): void {
   else checkStayDates(input.checkIn, input.checkOut);
 }
 
+/**
+ * Every check of a hold that can refuse it before anything is decided, the ones needing the catalogue and the
+ * clock included (stays: see prepareStay). placeHold runs it before the rate limiter.
+ */
+export async function prepareHold(deps: Deps, actor: Actor, input: HoldInput): Promise<HoldInput> {
+  if (actor.role !== 'customer') throw forbidden();
+  checkHoldInput(input, deps.clock.now());
+  if (input.kind === 'car' || input.prepared) return input;
+  return { ...input, prepared: await prepareStay(deps, actor, input) };
+}
+
 export interface HoldOptions {
   /** Runs inside the hold's transaction once the hold is written (the idempotency key's completion). */
   beforeCommit?: Remember<HoldResult>;
@@ -39,7 +58,10 @@ export interface HoldOptions {
 /** What the hold books, as booking.held carries it. */
 type Booked =
   | { kind: 'car'; carId: number; from: string; to: string }
-  | { kind: 'stay'; roomTypeId: number; checkIn: string; checkOut: string; rooms: number };
+  | {
+    kind: 'stay'; roomTypeId: number; checkIn: string; checkOut: string; rooms: number; guests: number;
+    ratePlanId: number | null; quoteId: number | null;
+  };
 
 /** One hold being made: who, when, until when, and what else must commit with it. */
 interface Hold {
@@ -58,11 +80,20 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
   return input.kind === 'car' ? holdCar(deps, hold, input) : holdStay(deps, hold, input);
 }
 
+/** What a hold wrote: the booking's id, its prices and what it books. */
+interface Written {
+  bookingId: number;
+  depositAmount: number;
+  totalAmount: number | null;
+  currency: string;
+  booked: Booked;
+}
+
 /** The answer to a hold. */
-function holdResult(deps: Deps, hold: Hold, b: { bookingId: number; depositAmount: number; currency: string; booked: Booked }): HoldResult {
+function holdResult(deps: Deps, hold: Hold, b: Written): HoldResult {
   return {
     bookingId: b.bookingId, kind: b.booked.kind, status: 'HOLD', holdExpiresAt: hold.expiresAt.toISOString(), depositAmount: b.depositAmount,
-    currency: b.currency, paymentUrl: `${deps.config.PUBLIC_BASE_URL}/bookings/${b.bookingId}/pay`,
+    totalAmount: b.totalAmount, currency: b.currency, paymentUrl: `${deps.config.PUBLIC_BASE_URL}/bookings/${b.bookingId}/pay`,
   };
 }
 
@@ -71,12 +102,12 @@ async function commitHold(
   tx: CommonQueryMethods,
   deps: Deps,
   hold: Hold,
-  b: { bookingId: number; depositAmount: number; currency: string; booked: Booked },
+  b: Written,
 ): Promise<HoldResult> {
-  const { bookingId, depositAmount, currency, booked } = b;
+  const { bookingId, depositAmount, totalAmount, currency, booked } = b;
   const result = holdResult(deps, hold, b);
   await writeEvent(tx, 'booking.held', hold.now, {
-    bookingId, customerId: hold.actor.id, ...booked, holdExpiresAt: result.holdExpiresAt, depositAmount, currency,
+    bookingId, customerId: hold.actor.id, ...booked, holdExpiresAt: result.holdExpiresAt, depositAmount, totalAmount, currency,
   });
   await hold.beforeCommit?.(tx, result);
   return result;
@@ -85,19 +116,21 @@ async function commitHold(
 /** A car: one INSERT whose exclusion constraint, not a prior read, decides whether the car is free. */
 async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind: 'car' }>): Promise<HoldResult> {
   const booked = { kind: 'car' as const, carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString() };
-  const newHold = { customerId: hold.actor.id, carId: input.carId, from: input.from, to: input.to, holdExpiresAt: hold.expiresAt };
+  const newHold = {
+    customerId: hold.actor.id, carId: input.carId, from: input.from, to: input.to, days: carDays(input.from, input.to), holdExpiresAt: hold.expiresAt,
+  };
   try {
     if (!hold.beforeCommit) {
       // Nothing else commits with it (no Idempotency-Key): the booking and booking.held in one statement.
       const draft = draftCarHeld(hold.now, { customerId: hold.actor.id, ...booked, holdExpiresAt: hold.expiresAt.toISOString() });
       const row = await insertCarHoldWithEvent(deps.prepared, newHold, draft);
       if (!row) throw notFound('car');
-      return holdResult(deps, hold, { bookingId: row.id, depositAmount: row.depositAmount, currency: row.currency, booked });
+      return holdResult(deps, hold, { ...row, bookingId: row.id, booked });
     }
     return await deps.db.transaction(async (tx) => {
       const row = await insertCarHold(tx, newHold);
       if (!row) throw notFound('car');
-      return commitHold(tx, deps, hold, { bookingId: row.id, depositAmount: row.depositAmount, currency: row.currency, booked });
+      return commitHold(tx, deps, hold, { ...row, bookingId: row.id, booked });
     });
   } catch (e) {
     // slonik's typed error (transaction path) or node-postgres's SQLSTATE (prepared path).
@@ -108,30 +141,33 @@ async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind:
   }
 }
 
-const soldOut = () => new DomainError('SOLD_OUT', 'some night of the stay lacks the rooms asked for');
-
-/** A stay: every night of it, under the nights' row locks taken in date order, or none. */
+/**
+ * A stay: every night of it, under the nights' row locks taken in date order, or none. On a rate plan its
+ * restrictions and prices are judged under those locks too (see judgeLocked), and the booking keeps them.
+ */
 async function holdStay(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind: 'stay' }>): Promise<HoldResult> {
-  const roomType = await findRoomType(deps.db, input.roomTypeId);
-  if (!roomType) throw notFound('room type');
-  const deposit = stayDeposit(roomType.depositAmount, input.rooms);
-  const wanted = checkStayDates(input.checkIn, input.checkOut);
-  const enough = (nights: readonly NightRow[]) => nights.length === wanted && nights.every((n) => n.available >= input.rooms);
-  // Fast refusal without queueing on the night locks when the stay is already sold out (the hot
-  // last-rooms case); acceptance is only ever decided under the locks below.
-  if (!enough(await listNights(deps.db, roomType.id, input.checkIn, input.checkOut))) throw soldOut();
+  const stay = input.prepared ?? (await prepareStay(deps, hold.actor, input));
+  const deposit = stayDeposit(stay.depositPerRoom, stay.rooms);
+  // Fast refusal from one unlocked snapshot, without queueing on the night locks, when the stay is already sold
+  // out (the hot last-rooms case), restricted or repriced; acceptance is only ever decided under the locks below.
+  await judgeUnlocked(deps.db, stay);
   try {
     return await deps.db.transaction(async (tx) => {
-      if (!enough(await lockNights(tx, roomType.id, input.checkIn, input.checkOut))) throw soldOut();
+      const price = await judgeLocked(tx, stay);
+      const totalAmount = price?.totalAmount ?? null;
       const id = await insertStayHold(tx, {
-        customerId: hold.actor.id, roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut,
-        rooms: input.rooms, depositAmount: deposit, currency: roomType.currency, holdExpiresAt: hold.expiresAt,
+        customerId: hold.actor.id, roomTypeId: stay.roomTypeId, checkIn: stay.checkIn, checkOut: stay.checkOut,
+        rooms: stay.rooms, guests: stay.guests, depositAmount: deposit, currency: stay.currency, holdExpiresAt: hold.expiresAt,
+        ratePlanId: stay.ratePlanId, quoteId: stay.quote?.id ?? null, totalAmount, nightPrices: price?.nights.map((n) => n.price) ?? null,
       });
       await attributeChanges(tx, { actor: describeActor(hold.actor), reason: 'hold', bookingId: id });
-      await moveRooms(tx, { roomTypeId: roomType.id, from: input.checkIn, to: input.checkOut, rooms: input.rooms, give: 'held' });
+      await moveRooms(tx, { roomTypeId: stay.roomTypeId, from: stay.checkIn, to: stay.checkOut, rooms: stay.rooms, give: 'held' });
       return commitHold(tx, deps, hold, {
-        bookingId: id, depositAmount: deposit, currency: roomType.currency,
-        booked: { kind: 'stay', roomTypeId: roomType.id, checkIn: input.checkIn, checkOut: input.checkOut, rooms: input.rooms },
+        bookingId: id, depositAmount: deposit, totalAmount, currency: stay.currency,
+        booked: {
+          kind: 'stay', roomTypeId: stay.roomTypeId, checkIn: stay.checkIn, checkOut: stay.checkOut, rooms: stay.rooms, guests: stay.guests,
+          ratePlanId: stay.ratePlanId, quoteId: stay.quote?.id ?? null,
+        },
       });
     });
   } catch (e) {
@@ -173,9 +209,12 @@ export async function placeHold(
   checkHoldInput(input, deps.clock.now());
   const scope = request.idempotencyKey === undefined ? undefined : { customerId: actor.id, key: request.idempotencyKey, request: request.body };
   return idempotent(deps, scope, async (remember) => {
+    // Checks that need the catalogue (stays: hotel date, guests, rate plan, quote) come before the limiter too,
+    // and after the key: a replay answers the first outcome even once its quote has expired.
+    const prepared = await prepareHold(deps, actor, input);
     const slot = await deps.holdLimiter.acquire(actor.id);
     try {
-      const result = await holdBooking(deps, actor, input, { beforeCommit: remember });
+      const result = await holdBooking(deps, actor, prepared, { beforeCommit: remember });
       deps.onHoldAttempt?.(input.kind, 'held');
       return result;
     } catch (e) {

@@ -9,7 +9,8 @@ import { writeEvent } from '../events/outbox.js';
 import { requireOperator } from './catalogue.js';
 import { MAX_RANGE_NIGHTS, checkNightRange } from '../domain/nights.js';
 
-const checkRange = (from: string, to: string) => checkNightRange(from, to, MAX_RANGE_NIGHTS, { from: 'from', to: 'to', what: 'a range' });
+/** An operator's range of nights [from, to): 1 to 366 nights; returns how many. */
+export const checkRange = (from: string, to: string) => checkNightRange(from, to, MAX_RANGE_NIGHTS, { from: 'from', to: 'to', what: 'a range' });
 
 async function roomTypeFor(deps: Deps, actor: Actor, id: number) {
   requireOperator(actor);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import type { Queue, Worker } from 'bullmq';
@@ -10,7 +10,7 @@ import type { Clock } from '../../shared/domain/clock.js';
 import { createApp } from '../../api/app.js';
 import { createMetrics } from '../../api/metrics.js';
 import { registerOpsGauges } from '../../api/ops-gauges.js';
-import { createPspSandbox, type PspSandbox } from '../../sandbox/app.js';
+import { createPspSandbox } from './sandbox.js';
 import { startWorker, type WorkerDeps } from '../../workers/runner.js';
 import { expiryWorker } from '../../workers/expiry.js';
 import { refundsWorker } from '../../workers/refunds.js';
@@ -37,7 +37,6 @@ export interface Harness {
   req: Client;
   token: (sub: number, role: 'customer' | 'host' | 'operator') => string;
   deps: WorkerDeps;
-  psp: PspSandbox;
   queues: Record<string, Queue>;
   sql: (text: string, params?: unknown[]) => Promise<pg.QueryResult>;
   /** The in-memory search indexes, as the API process runs them (SEARCH_INDEX=on, SEARCH_CACHE_TTL_S ≥ 2), else null. */
@@ -50,7 +49,12 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const databaseUrl = `postgres://postgres@127.0.0.1:5432/test_${id}`;
   await migrate(databaseUrl);
   const secrets = { JWT_SECRET: `jwt-${id}`, PAYMENT_WEBHOOK_SECRET: `wh-${id}` };
-  const psp = createPspSandbox({ apiKey: 'test-key', webhookSecret: secrets.PAYMENT_WEBHOOK_SECRET, webhookUrl: 'http://127.0.0.1:1/unset', webhookBackoffMs: 50 });
+  // The API's port is taken first, so the sandbox knows where to send webhooks from the start;
+  // tests reach the sandbox only over HTTP (helpers/sandbox.ts), never through this object.
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const psp = createPspSandbox({ apiKey: 'test-key', webhookSecret: secrets.PAYMENT_WEBHOOK_SECRET, webhookUrl: `${baseUrl}/payments/webhook`, webhookBackoffMs: 50 });
   const { url: pspUrl, server: pspServer } = await psp.listen(0);
   const config = parseConfig({
     DATABASE_URL: databaseUrl, REDIS_URL: 'redis://127.0.0.1:6379/5', PSP_URL: pspUrl, PSP_API_KEY: 'test-key',
@@ -67,12 +71,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const metrics = createMetrics();
   const closeGauges = registerOpsGauges(metrics, base.db, config);
   const searchIndex = startSearchIndexes(base.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
-  const app = createApp({ ...base, redis, metrics, searchIndex });
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  psp.settings.webhookUrl = `${baseUrl}/payments/webhook`;
+  server.on('request', createApp({ ...base, redis, metrics, searchIndex }).callback());
 
   const workers: Worker[] = [];
   let dispatcher: { stop(): Promise<void> } | null = null;
@@ -94,7 +93,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 
   return {
-    config, baseUrl, req: client(baseUrl), deps, psp, queues, searchIndex,
+    config, baseUrl, req: client(baseUrl), deps, queues, searchIndex,
     token: (sub, role) => token(config.JWT_SECRET, { sub: String(sub), role }),
     sql: (text, params) => pool.query(text, params as unknown[]),
     async close() {

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 const b64url = (s: string | Buffer) => Buffer.from(s).toString('base64url');
 
@@ -9,6 +9,21 @@ export function token(secret: string, claims: Record<string, unknown>, expiresIn
   const payload = b64url(JSON.stringify({ iat: now, exp: now + expiresInS, ...claims }));
   const sig = b64url(createHmac('sha256', secret).update(`${header}.${payload}`).digest());
   return `${header}.${payload}.${sig}`;
+}
+
+/**
+ * Checks an HS256 JWT by hand (header alg, signature, exp) and returns its claims; throws when it is not valid.
+ * Independent of the code under test, like `token`.
+ */
+export function verifiedClaims(jwt: string, secret: string): Record<string, any> {
+  const [header, payload, sig] = jwt.split('.');
+  if (!header || !payload || !sig || JSON.parse(Buffer.from(header, 'base64url').toString()).alg !== 'HS256') throw new Error('not an HS256 JWT');
+  const expected = createHmac('sha256', secret).update(`${header}.${payload}`).digest();
+  const given = Buffer.from(sig, 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new Error('bad JWT signature');
+  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+  if (typeof claims.exp === 'number' && claims.exp <= Date.now() / 1000) throw new Error('JWT expired');
+  return claims;
 }
 
 export interface Reply {
@@ -60,3 +75,21 @@ export async function waitFor<T>(fn: () => Promise<T | null | undefined | false>
 
 /** An instant `hours` from now, rounded to the minute, as ISO with offset. */
 export const inHours = (hours: number) => new Date(Math.floor(Date.now() / 60_000) * 60_000 + hours * 3_600_000).toISOString();
+
+/** Runs `fn` for 0..n-1 with at most `limit` at a time. */
+export async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(n);
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, limit) }, async () => {
+    while (next < n) {
+      const i = next++;
+      out[i] = await fn(i);
+    }
+  }));
+  return out;
+}
+
+/** A reply as "status" or "status CODE" (e.g. "409 SOLD_OUT"), for comparing outcomes. */
+export const codeOf = (r: Reply) => (r.status >= 400 ? `${r.status} ${r.json?.error?.code}` : String(r.status));
+/** How many replies of each codeOf. */
+export const tally = (rs: Reply[]) => rs.reduce<Record<string, number>>((m, r) => ((m[codeOf(r)] = (m[codeOf(r)] ?? 0) + 1), m), {});

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { expect } from 'vitest';
-import { signWebhook } from '../../shared/psp/signature.js';
-import type { Harness } from './harness.js';
+import { afterAll, beforeAll, expect } from 'vitest';
+import { startHarness, type Harness } from './harness.js';
 import type { Reply } from './http.js';
+import { operatorToken } from './bookings.js';
 
 /**
  * SQL prefix for room types $1: `b` = rooms that bookings occupy per night (HOLD → held,
@@ -30,14 +30,37 @@ export interface Night {
   available: number;
 }
 
-/** Small API client for the hotel side, as an operator (sub 1) unless told otherwise. */
+/** An inventory night as the API shows it (available = sellable − held − confirmed). */
+export const night = (date: string, sellable: number, held = 0, confirmed = 0): Night => ({
+  date, sellable, held, confirmed, available: sellable - held - confirmed,
+});
+
+/** How many inventory ledger entries the room type has. */
+export const ledgerCount = async (h: Harness, roomTypeId: number) =>
+  (await h.sql(`SELECT count(*)::int AS n FROM inventory_ledger WHERE room_type_id = $1`, [roomTypeId])).rows[0].n as number;
+
+export type StayApi = ReturnType<typeof stayApi>;
+
+/**
+ * For a test file about stays: a harness, its stayApi and a hotel in HCM, handed to `use` once started,
+ * closed after the file. Every hold comes from a fresh customer anyway; the high HOLD_RATE_LIMIT only keeps
+ * the limiter out of the picture.
+ */
+export function withStayHarness(use: (f: { h: Harness; api: StayApi; hotelId: number }) => void): void {
+  let h: Harness | undefined;
+  beforeAll(async () => {
+    h = await startHarness({ env: { HOLD_RATE_LIMIT: '100000' } });
+    const api = stayApi(h);
+    use({ h, api, hotelId: (await api.hotel({ city: 'HCM' })).id });
+  });
+  afterAll(async () => h?.close());
+}
+
+/** Small API client for the hotel side, as an operator (OPERATOR_ID) unless told otherwise. */
 export function stayApi(h: Harness) {
-  const operator = h.token(1, 'operator');
-  let customerSeq = 100_000 + Math.floor(Math.random() * 1000) * 1000;
+  const operator = operatorToken(h);
   return {
     operator,
-    /** A fresh customer id (so the per-customer hold limiter never interferes). */
-    nextCustomer: () => ++customerSeq,
     async hotel(o: { city?: string; timezone?: string; checkInTime?: string; name?: string } = {}) {
       const r = await h.req('POST', '/hotels', {
         token: operator,
@@ -70,30 +93,6 @@ export function stayApi(h: Harness) {
       }),
   };
 }
-
-let evtSeq = 0;
-/** A validly signed payment_intent.succeeded webhook for the booking (signed at `nowS`, default real time). */
-export function payWebhookBody(bookingId: number, amount: number, o: { currency?: string; eventId?: string; txnId?: string } = {}) {
-  const n = ++evtSeq;
-  return JSON.stringify({
-    id: o.eventId ?? `evt_test_${bookingId}_${n}_${randomUUID().slice(0, 8)}`,
-    type: 'payment_intent.succeeded',
-    created: Math.floor(Date.now() / 1000),
-    data: {
-      paymentIntentId: `pi_test_${bookingId}_${n}`,
-      reference: String(bookingId),
-      amount,
-      currency: o.currency ?? 'VND',
-      providerTxnId: o.txnId ?? `txn_${bookingId}_${n}_${randomUUID().slice(0, 8)}`,
-    },
-  });
-}
-
-export const sendWebhook = (h: Harness, raw: string, nowS = Date.now() / 1000) =>
-  h.req('POST', '/payments/webhook', {
-    raw,
-    headers: { 'content-type': 'application/json', 'psp-signature': signWebhook(h.config.PAYMENT_WEBHOOK_SECRET, raw, nowS) },
-  });
 
 /** Runs read-only queries in one REPEATABLE READ snapshot, so concurrent commits cannot skew a check. */
 export async function inSnapshot<T>(h: Harness, fn: (q: (text: string, params?: unknown[]) => Promise<any[]>) => Promise<T>): Promise<T> {
@@ -236,6 +235,21 @@ export async function checkStayInvariants(h: Harness, roomTypeIds: number[]) {
   expect([...byBooking.keys()], 'ledger entries naming unknown bookings').toEqual([]);
   return { entries: ledger.length, bookings: bookings.length, nights: nights.length };
 }
+
+/**
+ * PostgreSQL detected no deadlock in the harness's database. slonik retries a transaction that failed with a
+ * 40xxx error (deadlock included) up to 5 times without a word, so "no 500" alone would not show that the lock
+ * order is right: PostgreSQL's own counter must stay 0. Backends publish it within 10 s of going idle (PG 15
+ * cumulative stats), hence the wait after `lastConcurrentAt` (when the last burst of concurrent writers ended).
+ */
+export async function expectNoDeadlocks(h: Harness, lastConcurrentAt: number): Promise<void> {
+  const wait = 10_500 - (Date.now() - lastConcurrentAt);
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  const { rows } = await h.sql(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`);
+  expect(rows[0].n).toBe(0);
+}
+
+export type Prng = ReturnType<typeof prng>;
 
 /** Deterministic PRNG (mulberry32). */
 export function prng(seed: number) {

@@ -67,3 +67,50 @@ describe('search cache', () => {
     expect(m.text).toMatch(/search_cache_total\{kind="cars",result="hit"\} 1/);
   });
 });
+
+describe('request ids, OpenAPI document and metrics', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => h?.close());
+
+  it('echoes X-Request-Id or mints one; errors too', async () => {
+    const mine = await h.req('GET', '/health', { headers: { 'x-request-id': 'abc-123' } });
+    expect(mine.headers.get('x-request-id')).toBe('abc-123');
+    const minted = await h.req('GET', '/nope');
+    expect(minted.status).toBe(404);
+    expect(minted.json.error.code).toBe('NOT_FOUND');
+    expect(minted.headers.get('x-request-id')).toBeTruthy();
+  });
+  it('serves an OpenAPI document listing every contract path', async () => {
+    const r = await h.req('GET', '/openapi.json');
+    expect(r.status).toBe(200);
+    expect(r.json.openapi).toMatch(/^3\./);
+    for (const p of ['/cars', '/hotels', '/hotels/availability', '/hotels/{hotelId}/room-types', '/room-types/{roomTypeId}/inventory',
+      '/room-types/{roomTypeId}/inventory/audit', '/bookings', '/bookings/{id}', '/bookings/{id}/pay', '/bookings/{id}/cancel',
+      '/bookings/{id}/pickup', '/bookings/{id}/return', '/payments/webhook', '/health', '/ready', '/metrics']) {
+      expect(r.json.paths[p], p).toBeDefined();
+    }
+  });
+  it('exposes metrics', async () => {
+    const r = await h.req('GET', '/metrics');
+    expect(r.text).toContain('http_request_duration_seconds');
+    expect(r.text).toContain('bookings_total');
+    expect(r.text).toContain('rate_limiter_fail_open_total');
+    expect(r.text).toContain('queue_depth');
+    // outbox_lag_seconds (a count and an age under one name) became one metric per measure, in honest units.
+    for (const name of ['outbox_unpublished_events', 'outbox_oldest_unpublished_age_seconds', 'outbox_undispatched_events',
+      'outbox_oldest_undispatched_age_seconds', 'refunds_pending', 'refunds_pending_oldest_age_seconds', 'refunds_pending_over_1h']) {
+      expect(r.text).toMatch(new RegExp(`^${name} \\d`, 'm'));
+    }
+  });
+  it('echoes any header-safe X-Request-Id', async () => {
+    const r = await h.req('GET', '/health', { headers: { 'x-request-id': 'trace abc/42:x' } });
+    expect(r.headers.get('x-request-id')).toBe('trace abc/42:x');
+  });
+  it('declares path parameters in the OpenAPI document', async () => {
+    const r = await h.req('GET', '/openapi.json');
+    expect(r.json.paths['/bookings/{id}'].get.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
+  });
+});

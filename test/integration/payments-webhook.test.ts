@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { waitFor } from '../helpers/http.js';
-import {
-  count, drained, getBooking, holdCar, notificationsOf, outboxOf, paymentSucceeded, pspSignature, settledRefunds, signedWebhook,
-  statusOf, topicsOf,
-} from '../helpers/payments.js';
+import { waitFor, type Reply } from '../helpers/http.js';
+import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, statusOf, topicsOf } from '../helpers/bookings.js';
+import { holdCar } from '../helpers/cars.js';
+import { expireNow } from '../helpers/expiry.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { paymentSucceeded, pspSignature, signedWebhook } from '../helpers/webhooks.js';
 
+// POST /payments/webhook: signed, deduplicated, committed before the 200; successes confirm or are refunded.
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000' } });
@@ -73,7 +75,7 @@ describe('webhook: signature and shape', () => {
     const raw = JSON.stringify(event);
     const now = Math.floor(Date.now() / 1000);
     const good = pspSignature(h.config.PAYMENT_WEBHOOK_SECRET, raw, now);
-    const cases: { name: string; reply: Promise<import('../helpers/http.js').Reply> }[] = [
+    const cases: { name: string; reply: Promise<Reply> }[] = [
       { name: 'garbage signature', reply: signedWebhook(h, event, { signature: `t=${now},v1=${'0'.repeat(64)}` }) },
       { name: 'wrong secret', reply: signedWebhook(h, event, { secret: 'not-the-secret' }) },
       { name: 'no header', reply: signedWebhook(h, event, { signature: null }) },
@@ -129,6 +131,16 @@ describe('webhook: signature and shape', () => {
     await assertNothingWritten(b.id, base.id);
   });
 
+  it('a success without providerTxnId is malformed: 400 and nothing written', async () => {
+    const b = await holdCar(h, { fromHours: 530 });
+    const event = paymentSucceeded(b.id, b.deposit) as { data: Record<string, unknown> };
+    delete event.data.providerTxnId;
+    const r = await signedWebhook(h, event);
+    expect(r.status).toBe(400);
+    expect(r.json.error.code).toBe('VALIDATION');
+    expect(await statusOf(h, b.id)).toBe('HOLD');
+  });
+
   it('signed unknown type and unknown references: 200 {received:true}, no effect', async () => {
     const b = await holdCar(h);
     const unknownType = paymentSucceeded(b.id, b.deposit, { type: 'charge.disputed' });
@@ -169,7 +181,7 @@ describe('webhook: successes that must be refunded', () => {
 
     const [refund] = await settledRefunds(h, b.id);
     expect(refund).toMatchObject({ amount: b.deposit - 1, status: 'SUCCEEDED', paymentIntentId: wrong.data.paymentIntentId });
-    expect(h.psp.state.refunds.filter((r) => r.reference === String(b.id))).toEqual([
+    expect(await sandbox(h).refundsFor(b.id)).toEqual([
       expect.objectContaining({ paymentIntentId: wrong.data.paymentIntentId, amount: b.deposit - 1 }),
     ]);
     const view = await getBooking(h, b.id);
@@ -233,5 +245,14 @@ describe('webhook: successes that must be refunded', () => {
     expect(await paymentsOf(b.id)).toHaveLength(2);
     await drained(h);
     expect(await count(h, `SELECT 1 FROM refund WHERE booking_id = $1`, [b.id])).toBe(1);
+  });
+
+  it('a zero-amount success for an expired booking is acknowledged (200) and needs no refund', async () => {
+    const b = await holdCar(h, { fromHours: 520 });
+    await expireNow(h, b.id);
+    const r = await signedWebhook(h, paymentSucceeded(b.id, 0));
+    expect(r.status).toBe(200);
+    const { rows } = await h.sql(`SELECT count(*)::int AS n FROM refund WHERE booking_id = $1`, [b.id]);
+    expect(rows[0].n).toBe(0);
   });
 });

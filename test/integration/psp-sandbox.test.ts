@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { pino } from 'pino';
 import { ProviderRejectedError, ProviderUnreachableError, PspClient } from '../../shared/psp/client.js';
 import { verifyWebhookSignature } from '../../shared/psp/signature.js';
-import { createPspSandbox, defaultFaults, type PspSandbox, type WebhookEvent } from '../../sandbox/app.js';
+import { createPspSandbox, defaultFaults, sandboxAt, type PspSandbox, type SandboxClient, type WebhookEvent } from '../helpers/sandbox.js';
 
 const apiKey = 'test-key';
 const secret = 'test-webhook-secret';
@@ -19,6 +19,8 @@ let failNextWebhooks = 0;
 let receiver: Server;
 let sandbox: PspSandbox;
 let baseUrl: string;
+/** The sandbox driven from outside, over its control routes: never through `sandbox`'s in-memory state. */
+let driver: SandboxClient;
 let client: PspClient;
 let seq = 0;
 const ref = () => `booking-${Date.now()}-${++seq}`;
@@ -33,12 +35,7 @@ async function waitFor<T>(probe: () => T | undefined, timeoutMs = 3000): Promise
   }
 }
 const eventsFor = (reference: string) => received.filter((r) => r.event.data.reference === reference);
-const control = (path: string, body?: unknown) =>
-  fetch(`${baseUrl}/sandbox${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+const control = (path: string, body?: unknown) => driver.control('POST', path, body);
 
 beforeAll(async () => {
   receiver = createServer((req, res) => {
@@ -60,13 +57,14 @@ beforeAll(async () => {
   const webhookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/payments/webhook`;
   sandbox = createPspSandbox({ apiKey, webhookSecret: secret, webhookUrl, webhookBackoffMs: 20, logger: pino({ level: 'silent' }) });
   ({ url: baseUrl } = await sandbox.listen());
+  driver = sandboxAt(baseUrl, apiKey);
   client = new PspClient({ baseUrl, apiKey, timeoutMs: 200, retries: 2, backoffInitialMs: 10 });
 });
 
 afterEach(async () => {
-  Object.assign(sandbox.faults, defaultFaults);
+  await driver.resetFaults();
   failNextWebhooks = 0;
-  await sandbox.idle();
+  await driver.idle();
 });
 
 afterAll(async () => {
@@ -145,7 +143,7 @@ describe('PspClient against the sandbox provider', () => {
     await control(`/intents/${intent.id}/fail`);
     await control(`/intents/${intent.id}/succeed`, { amount: 499 });
     await waitFor(() => (eventsFor(reference).length === 2 ? true : undefined));
-    await sandbox.idle();
+    await driver.idle();
     const [failed, succeeded] = eventsFor(reference);
     expect(failed!.event).toMatchObject({ type: 'payment_intent.payment_failed', data: { amount: 500, providerTxnId: null } });
     expect(succeeded!.event).toMatchObject({ type: 'payment_intent.succeeded', data: { amount: 499 } });
@@ -159,31 +157,47 @@ describe('PspClient against the sandbox provider', () => {
     const reference = ref();
     const intent = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference }, `deposit-${reference}`);
     await control(`/intents/${intent.id}/succeed-silently`);
-    await sandbox.idle();
+    await driver.idle();
     expect(eventsFor(reference)).toEqual([]);
     expect((await client.getPaymentIntent(intent.id)).status).toBe('succeeded');
   });
 
+  it('marks an intent processing silently: no webhook', async () => {
+    const reference = ref();
+    const intent = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference }, `deposit-${reference}`);
+    expect((await control(`/intents/${intent.id}/processing-silently`)).status).toBe(200);
+    expect((await client.getPaymentIntent(intent.id)).status).toBe('processing');
+    await driver.idle();
+    expect(eventsFor(reference)).toEqual([]);
+    expect(await driver.webhooksFor(reference)).toEqual([]);
+  });
+
+  it('POST /sandbox/idle answers only once delayed transitions and their webhooks are done', async () => {
+    await driver.setFaults({ processingFirstMs: 200 });
+    const reference = ref();
+    const intent = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference }, `deposit-${reference}`);
+    await control(`/intents/${intent.id}/succeed`);
+    expect((await control('/idle')).status).toBe(204);
+    expect(eventsFor(reference).map((h) => h.event.type)).toEqual(['payment_intent.processing', 'payment_intent.succeeded']);
+    expect((await client.getPaymentIntent(intent.id)).status).toBe('succeeded');
+  });
+
   it('delivers duplicate copies with the same event id when asked to', async () => {
-    const res = await fetch(`${baseUrl}/sandbox/faults`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ duplicateDeliveries: 2 }),
-    });
+    const res = await control('/faults', { duplicateDeliveries: 2 });
     expect(await res.json()).toMatchObject({ ...defaultFaults, duplicateDeliveries: 2 });
 
     const reference = ref();
     const intent = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference }, `deposit-${reference}`);
     await control(`/intents/${intent.id}/succeed`);
     await waitFor(() => (eventsFor(reference).length === 3 ? true : undefined));
-    await sandbox.idle();
+    await driver.idle();
     const hooks = eventsFor(reference);
     expect(hooks).toHaveLength(3);
     expect(new Set(hooks.map((h) => h.event.id)).size).toBe(1);
   });
 
   it('sends processing after succeeded when processingFirstMs and outOfOrder are on', async () => {
-    Object.assign(sandbox.faults, { processingFirstMs: 50, outOfOrder: true });
+    await driver.setFaults({ processingFirstMs: 50, outOfOrder: true });
     const reference = ref();
     const intent = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference }, `deposit-${reference}`);
     await control(`/intents/${intent.id}/succeed`);
@@ -198,8 +212,8 @@ describe('PspClient against the sandbox provider', () => {
     const intent = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference }, `deposit-${reference}`);
     await control(`/intents/${intent.id}/succeed`);
     await waitFor(() => (eventsFor(reference).length === 1 ? true : undefined));
-    await sandbox.idle();
-    const sent = sandbox.state.webhooks.find((w) => w.event.data.reference === reference)!;
+    await driver.idle();
+    const [sent] = await driver.webhooksFor(reference);
     expect(sent).toMatchObject({ attempts: 3, delivered: 1 });
   });
 
@@ -217,7 +231,7 @@ describe('PspClient against the sandbox provider', () => {
   });
 
   it('answers pending refunds and settles them later by webhook', async () => {
-    Object.assign(sandbox.faults, { refundOutcome: 'pending', refundSettleMs: 30 });
+    await driver.setFaults({ refundOutcome: 'pending', refundSettleMs: 30 });
     const reference = ref();
     const input = { paymentIntentId: 'pi_x', amount: 300, reference };
     const refund = await client.createRefund(input, `refund-${reference}`);
@@ -228,7 +242,7 @@ describe('PspClient against the sandbox provider', () => {
   });
 
   it('throws ProviderUnreachableError when every attempt times out, reusing the Idempotency-Key', async () => {
-    sandbox.faults.apiDelayMs = 400; // > client timeout of 200 ms
+    await driver.setFaults({ apiDelayMs: 400 }); // > client timeout of 200 ms
     const reference = ref();
     const started = Date.now();
     const err = await client
@@ -239,21 +253,20 @@ describe('PspClient against the sandbox provider', () => {
 
     // The slow attempts still land at the provider, but share one key: exactly one intent exists.
     await new Promise((r) => setTimeout(r, 500));
-    sandbox.faults.apiDelayMs = 0;
+    await driver.setFaults({ apiDelayMs: 0 });
     expect(await client.listPaymentIntents(reference)).toHaveLength(1);
   });
 
   it('throws ProviderUnreachableError on persistent 5xx and when the API is down', async () => {
-    sandbox.faults.apiFailRate = 1;
+    await driver.setFaults({ apiFailRate: 1 });
     await expect(client.listPaymentIntents('x')).rejects.toBeInstanceOf(ProviderUnreachableError);
-    sandbox.faults.apiFailRate = 0;
-    sandbox.faults.apiDown = true;
+    await driver.setFaults({ apiFailRate: 0, apiDown: true });
     await expect(client.getPaymentIntent('pi_x')).rejects.toBeInstanceOf(ProviderUnreachableError);
   });
 
   it('resets faults with DELETE /sandbox/faults and rejects unknown knobs', async () => {
-    sandbox.faults.apiDelayMs = 10;
-    const reset = await fetch(`${baseUrl}/sandbox/faults`, { method: 'DELETE' });
+    await driver.setFaults({ apiDelayMs: 10 });
+    const reset = await driver.control('DELETE', '/faults');
     expect(await reset.json()).toEqual(defaultFaults);
     expect((await control('/faults', { noSuchKnob: true })).status).toBe(400);
     expect((await control('/faults', { apiFailRate: 2 })).status).toBe(400);

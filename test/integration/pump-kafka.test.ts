@@ -3,16 +3,16 @@ import pg from 'pg';
 import type { Consumer, Kafka, Producer } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { sleep, waitFor } from '../helpers/http.js';
+import { mapLimit, sleep, waitFor } from '../helpers/http.js';
 import { createPreparedDb } from '../../shared/db/prepared.js';
 import { EVENT_TYPES } from '../../shared/events/topics.js';
-import { KafkaPublisher, createKafka, ensureTopics } from '../../workers/kafka.js';
+import { createKafka, ensureTopics } from '../../workers/kafka.js';
 import { pumpOnce } from '../../workers/pump-pass.js';
-import { startPump } from '../../workers/pump.js';
-import {
-  count, getBooking, holdCar, hostToken, mapLimit, operatorToken, outboxOf, paymentSucceeded, settledRefunds, signedWebhook,
-  type Hold, type OutboxEntry,
-} from '../helpers/payments.js';
+import { startPublishLane } from '../helpers/kafka.js';
+import { count, getBooking, outboxOf, settledRefunds, type OutboxEntry } from '../helpers/bookings.js';
+import { holdCar, hostToken, type Hold } from '../helpers/cars.js';
+import { stayApi } from '../helpers/stays.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 
 const BROKERS = ['127.0.0.1:9092'];
 
@@ -68,14 +68,8 @@ afterEach(async () => {
 
 /** A pump with only the publish lane (the harness runs the dispatch lane), like the relay process of old. */
 async function relay(brokers = BROKERS, db = h.deps.prepared) {
-  let r: ReturnType<typeof startPump> | null = null;
-  const kafka = new KafkaPublisher(brokers, prefix, () => r?.kick());
-  kafka.start();
-  r = startPump(db, { kafka });
-  cleanups.push(async () => {
-    await r!.stop();
-    await kafka.stop();
-  });
+  const r = startPublishLane(db, prefix, brokers);
+  cleanups.push(() => r.stop());
   return r;
 }
 const relayOnce = (db: typeof h.deps.prepared, producer: Producer, topicPrefix: string) => pumpOnce(db, { kafka: { producer, prefix: topicPrefix } });
@@ -112,18 +106,12 @@ async function lifecycle(): Promise<Hold> {
 const LIFECYCLE = ['booking.held', 'booking.confirmed', 'booking.cancelled', 'refund.requested', 'refund.succeeded'];
 
 async function roomType(): Promise<number> {
-  const op = operatorToken(h);
-  const hotel = await h.req('POST', '/hotels', { token: op, body: { name: 'H', city: 'HN', timezone: 'Asia/Ho_Chi_Minh' } });
-  expect(hotel.status, hotel.text).toBe(201);
-  const rt = await h.req('POST', `/hotels/${hotel.json.id}/room-types`, { token: op, body: { name: 'Double', depositAmount: 300_000 } });
-  expect(rt.status, rt.text).toBe(201);
-  return rt.json.id;
+  const api = stayApi(h);
+  return (await api.roomType((await api.hotel({ city: 'HN' })).id, 300_000)).id;
 }
+/** Sets sellable on two nights: one inventory.adjusted event. */
 async function adjust(roomTypeId: number, sellable: number) {
-  const r = await h.req('PUT', `/room-types/${roomTypeId}/inventory`, {
-    token: operatorToken(h), body: { from: '2031-01-01', to: '2031-01-03', sellable, reason: `set ${sellable}` },
-  });
-  expect(r.status, r.text).toBe(200);
+  await stayApi(h).setInventory(roomTypeId, '2031-01-01', '2031-01-03', sellable);
 }
 
 /** How far apart the rows of one relay batch may be marked: one UPDATE statement, rows in any order. */
@@ -287,7 +275,7 @@ describe('outbox relay to Kafka', () => {
     expect(held!.topic).toBe('booking.held');
     await waitFor(async () => (await count(h, `SELECT 1 FROM outbox WHERE dispatched_at IS NULL`)) === 0);
 
-    // The dispatcher locks the rows it claims (FOR UPDATE SKIP LOCKED) while it talks to Redis.
+    // The dispatch lane locks the rows it claims while it talks to Redis.
     const locker = new pg.Client({ connectionString: h.config.DATABASE_URL });
     await locker.connect();
     cleanups.push(() => locker.end());

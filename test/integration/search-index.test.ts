@@ -3,7 +3,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { inHours, waitFor } from '../helpers/http.js';
-import { addDays, stayApi } from '../helpers/stays.js';
+import { addDays } from '../helpers/stays.js';
+import { rateApi } from '../helpers/rates.js';
+import { newCustomerId } from '../helpers/customers.js';
+import { carSearchAnswer } from '../../api/schemas/cars.js';
+import { availabilityAnswer } from '../../api/schemas/hotels.js';
 import { searchAvailableCars } from '../../shared/db/cars.js';
 import { searchAvailability } from '../../shared/db/hotels.js';
 import { nightsBetween } from '../../shared/domain/nights.js';
@@ -30,11 +34,14 @@ async function newCar(dailyPrice: number, where = city): Promise<number> {
   return r.json.id;
 }
 
-const search = async (from: string, to: string, where = city, limit = 50): Promise<number[]> => {
+/** GET /cars, the answer checked against its (strict) schema: the index answers no field more or less. */
+const searchCars = async (from: string, to: string, where = city, limit = 50) => {
   const r = await h.req('GET', `/cars?city=${encodeURIComponent(where)}&from=${from}&to=${to}&limit=${limit}`);
   expect(r.status, r.text).toBe(200);
-  return r.json.cars.map((c: { id: number }) => c.id);
+  return carSearchAnswer.parse(r.json).cars;
 };
+const search = async (from: string, to: string, where = city, limit = 50): Promise<number[]> =>
+  (await searchCars(from, to, where, limit)).map((c) => c.id);
 
 const hold = (carId: number, from: string, to: string) =>
   h.req('POST', '/bookings', { token: h.token(50_000 + seq++, 'customer'), body: { carId, from, to } });
@@ -68,8 +75,9 @@ describe('car search from the in-memory index', () => {
       const start = 20 + ((i * 5) % 110);
       const [from, to] = [inHours(start), inHours(start + 1 + ((i * 3) % 30))];
       const limit = 1 + (i % 8);
-      const sql = (await searchAvailableCars(h.deps.db, { city: where, from: new Date(from), to: new Date(to), limit })).map((c) => c.id);
-      expect(await search(from, to, where, limit), `${from}–${to} limit ${limit}`).toEqual(sql);
+      const sql = (await searchAvailableCars(h.deps.db, { city: where, from: new Date(from), to: new Date(to), limit }))
+        .map(({ hostId: _h, turnaroundMinutes: _t, ...car }) => car);
+      expect(await searchCars(from, to, where, limit), `${from}–${to} limit ${limit}`).toEqual(sql);
     }
   });
 
@@ -100,8 +108,8 @@ describe('car search from the in-memory index', () => {
 });
 
 describe('stay availability from the in-memory index', () => {
-  it('follows holds and inventory changes, and answers what the SQL answers', async () => {
-    const api = stayApi(h);
+  it('follows holds (plain and on a rate plan, with guests and a quote) and inventory changes, and answers what the SQL answers', async () => {
+    const api = rateApi(h);
     const where = `${city}-stay`;
     const hotel = await api.hotel({ city: where });
     const [a, b] = [await api.roomType(hotel.id), await api.roomType(hotel.id)];
@@ -109,20 +117,38 @@ describe('stay availability from the in-memory index', () => {
     const checkOut = addDays(checkIn, 3);
     await api.setInventory(a.id, checkIn, addDays(checkIn, 10), 5);
     await api.setInventory(b.id, checkIn, addDays(checkIn, 10), 4);
-    const avail = async (rooms = 1, ci = checkIn, co = checkOut) => {
+    /** GET /hotels/availability, checked against its (strict) schema. */
+    const answer = async (rooms: number, ci: string, co: string) => {
       const r = await h.req('GET', `/hotels/availability?city=${encodeURIComponent(where)}&checkIn=${ci}&checkOut=${co}&rooms=${rooms}`);
       expect(r.status, r.text).toBe(200);
-      return r.json.roomTypes.map((x: { roomTypeId: number; available: number }) => [x.roomTypeId, x.available]);
+      return availabilityAnswer.parse(r.json).roomTypes;
     };
+    const avail = async (rooms = 1, ci = checkIn, co = checkOut) => (await answer(rooms, ci, co)).map((x) => [x.roomTypeId, x.available]);
     await waitFor(async () => (await avail()).length === 2 && h.searchIndex!.stays(Math.floor(Date.now() / 86_400_000)) !== null, 5_000);
     expect(await avail()).toEqual([[a.id, 5], [b.id, 4]]);
-    expect((await api.hold(api.nextCustomer(), a.id, addDays(checkIn, 1), addDays(checkIn, 2), 3)).status).toBe(201);
+    expect((await api.hold(newCustomerId(), a.id, addDays(checkIn, 1), addDays(checkIn, 2), 3)).status).toBe(201);
     await waitFor(async () => JSON.stringify(await avail()) === JSON.stringify([[b.id, 4], [a.id, 2]]), 3_000);
     await api.setInventory(b.id, addDays(checkIn, 2), addDays(checkIn, 3), 1);
     await waitFor(async () => JSON.stringify(await avail(2)) === JSON.stringify([[a.id, 2]]), 3_000);
-    for (const [ci, co, rooms] of [[checkIn, checkOut, 1], [addDays(checkIn, 2), addDays(checkIn, 9), 1], [addDays(checkIn, 5), addDays(checkIn, 12), 1], [checkIn, checkOut, 3]] as const) {
+
+    // A room type sold on a rate plan (maxGuests 3): a quote takes nothing; holds on the plan, with guests, one of
+    // them from the quote, take their rooms like any other hold. The search answers rooms, never prices or guests.
+    const { rt: p, plan } = await api.pricedRoomType(hotel.id, checkIn, [1_000_000, 1_200_000, 1_100_000, 900_000]);
+    await waitFor(async () => (await avail()).some(([id, n]) => id === p.id && n === 5), 3_000);
+    const customer = newCustomerId();
+    const stay = { roomTypeId: p.id, ratePlanId: plan.id, checkIn, checkOut, rooms: 2, guests: 3 };
+    const q = await api.quote(customer, stay);
+    expect(q.status, q.text).toBe(200);
+    expect((await api.holdStay(customer, { ...stay, quoteId: q.json.quoteId })).status).toBe(201);
+    expect((await api.holdStay(newCustomerId(), { ...stay, checkIn: addDays(checkIn, 1), rooms: 1, guests: 2 })).status).toBe(201);
+    await waitFor(async () => (await avail()).some(([id, n]) => id === p.id && n === 2), 3_000);
+
+    for (const [ci, co, rooms] of [
+      [checkIn, checkOut, 1], [addDays(checkIn, 2), addDays(checkIn, 9), 1], [addDays(checkIn, 5), addDays(checkIn, 12), 1], [checkIn, checkOut, 3],
+      [checkIn, addDays(checkIn, 1), 3], [addDays(checkIn, 1), addDays(checkIn, 5), 2],
+    ] as const) {
       const sql = await searchAvailability(h.deps.db, { city: where, checkIn: ci, checkOut: co, rooms, nights: nightsBetween(ci, co) });
-      expect(await avail(rooms, ci, co), `${ci}–${co} × ${rooms}`).toEqual(sql.map((x) => [x.roomTypeId, x.available]));
+      expect(await answer(rooms, ci, co), `${ci}–${co} × ${rooms}`).toEqual(sql);
     }
   });
 });

@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { fixedClock } from '../helpers/clock.js';
-import { checkStayInvariants, payWebhookBody, sendWebhook, stayApi } from '../helpers/stays.js';
+import { newCustomerId } from '../helpers/customers.js';
+import { checkStayInvariants, stayApi } from '../helpers/stays.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 
 // The server's clock is pinned just before the Berlin spring-forward of 2027 (last Sunday of March = the 28th).
 const clock = fixedClock('2027-03-20T09:00:00Z');
@@ -21,11 +23,11 @@ describe('stay cancellation refund (server clock, hotel time zone, DST)', () => 
 
     /** A stay held and paid (webhook signed at the server's clock) → CONFIRMED. */
     const confirmedStay = async (checkIn: string, checkOut: string, rooms: number) => {
-      const customer = api.nextCustomer();
+      const customer = newCustomerId();
       const held = await api.hold(customer, rt.id, checkIn, checkOut, rooms);
       expect(held.status, held.text).toBe(201);
       expect(held.json.holdExpiresAt).toBe(new Date(clock.now().getTime() + h.config.HOLD_TTL_S * 1000).toISOString());
-      const paid = await sendWebhook(h, payWebhookBody(held.json.bookingId, held.json.depositAmount), clock.now().getTime() / 1000);
+      const paid = await signedWebhook(h, paymentSucceeded(held.json.bookingId, held.json.depositAmount), { t: clock.now().getTime() / 1000 });
       expect(paid.status, paid.text).toBe(200);
       const b = await h.req('GET', `/bookings/${held.json.bookingId}`, { token: h.token(customer, 'customer') });
       expect(b.json.status).toBe('CONFIRMED');
@@ -78,10 +80,10 @@ describe('stay cancellation refund (server clock, hotel time zone, DST)', () => 
     await api.setInventory(rt.id, '2027-03-28', '2027-03-29', 5);
     const hold = async () => {
       clock.set('2027-03-20T09:00:00Z');
-      const customer = api.nextCustomer();
+      const customer = newCustomerId();
       const r = await api.hold(customer, rt.id, '2027-03-28', '2027-03-29');
       expect(r.status).toBe(201);
-      expect((await sendWebhook(h, payWebhookBody(r.json.bookingId, 3_000_000), clock.now().getTime() / 1000)).status).toBe(200);
+      expect((await signedWebhook(h, paymentSucceeded(r.json.bookingId, 3_000_000), { t: clock.now().getTime() / 1000 })).status).toBe(200);
       return { id: r.json.bookingId as number, token: h.token(customer, 'customer') };
     };
     const cancelAt = async (at: string) => {

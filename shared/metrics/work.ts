@@ -1,0 +1,41 @@
+import { Counter, Histogram } from 'prom-client';
+import { JOB_BUCKETS, LAG_BUCKETS, LATENCY_BUCKETS, processRegistry } from './registry.js';
+
+// Metrics of the work the processes do, observed where it happens (the worker runner, the provider client,
+// the outbox pump). Registered once per process; a process that does no such work shows none.
+const registers = [processRegistry];
+
+export const jobDuration = new Histogram({
+  name: 'job_duration_seconds', help: 'BullMQ job run time by queue, job name and outcome (completed | failed)',
+  labelNames: ['queue', 'name', 'outcome'], buckets: JOB_BUCKETS, registers,
+});
+export const jobFailures = new Counter({
+  name: 'job_failures_total', help: 'Failed job attempts by queue (each retry that fails counts)', labelNames: ['queue'], registers,
+});
+/**
+ * `pay_requested="false"`: holds nobody tried to pay, due within 1 s of holdExpiresAt (the contract's promise);
+ * `"true"`: holds the worker may have kept for up to PAYMENT_GRACE_S while a payment could be in flight.
+ */
+export const expiryLag = new Histogram({
+  name: 'expiry_lag_seconds', help: 'EXPIRED − holdExpiresAt of each hold the expiry worker expired, by whether a payment was asked for',
+  labelNames: ['pay_requested'], buckets: LAG_BUCKETS, registers,
+});
+export const pspDuration = new Histogram({
+  name: 'psp_request_duration_seconds',
+  help: 'Payment provider calls (retries included) by operation and outcome (ok | rejected | timeout | unreachable)',
+  labelNames: ['operation', 'outcome'], buckets: LATENCY_BUCKETS, registers,
+});
+/** The outbox pump's two lanes (relay_published_events_total and dispatcher_dispatched_events_total before the pump). */
+export const pumpPublished = new Counter({
+  name: 'pump_published_events_total', help: 'Outbox events published to Kafka by the pump, by event type', labelNames: ['type'], registers,
+});
+export const pumpDispatched = new Counter({
+  name: 'pump_dispatched_events_total', help: 'Outbox events turned into jobs by the pump, by event type', labelNames: ['type'], registers,
+});
+
+/** Counts a batch of outbox rows by their event type into `counter`. */
+export function countByType(counter: Counter<'type'>, rows: readonly { topic: string }[]): void {
+  const counts = new Map<string, number>();
+  for (const r of rows) counts.set(r.topic, (counts.get(r.topic) ?? 0) + 1);
+  for (const [type, n] of counts) counter.inc({ type }, n);
+}

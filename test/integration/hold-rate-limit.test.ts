@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import type { Harness } from '../helpers/harness.js';
+import { inHours } from '../helpers/http.js';
+import { holdCar, periods, withCarHarness } from '../helpers/cars.js';
+import { newCustomer } from '../helpers/customers.js';
+
+// At most HOLD_RATE_LIMIT new holds per customer per window; only requests that create a hold count.
+let h: Harness;
+let carId: number;
+const period = periods();
+withCarHarness((f) => ({ h, carId } = f));
+
+describe('hold rate limit', () => {
+  it('the 4th hold in the window is 429 with Retry-After; refusals and replays do not count', async () => {
+    const t = newCustomer(h).token;
+    const taken = { carId, ...period() };
+    await h.req('POST', '/bookings', { token: newCustomer(h).token, body: taken });
+    // Refused requests (validation, 404, 409) do not use up the limit.
+    expect((await h.req('POST', '/bookings', { token: t, body: { carId } })).status).toBe(400);
+    expect((await h.req('POST', '/bookings', { token: t, body: { carId: 999_999, ...period() } })).status).toBe(404);
+    expect((await h.req('POST', '/bookings', { token: t, body: taken })).status).toBe(409);
+    const keyed = { carId, ...period() };
+    for (let i = 0; i < 3; i++) {
+      const r = i === 0
+        ? await h.req('POST', '/bookings', { token: t, body: keyed, headers: { 'idempotency-key': 'rl' } })
+        : await h.req('POST', '/bookings', { token: t, body: { carId, ...period() } });
+      expect(r.status).toBe(201);
+    }
+    const replay = await h.req('POST', '/bookings', { token: t, body: keyed, headers: { 'idempotency-key': 'rl' } });
+    expect(replay.status).toBe(201);
+    const fourth = await h.req('POST', '/bookings', { token: t, body: { carId, ...period() } });
+    expect(fourth.status).toBe(429);
+    expect(fourth.json.error.code).toBe('RATE_LIMITED');
+    const retryAfter = Number(fourth.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(900);
+  });
+
+  it('validation comes before the limiter: a customer at the limit still gets 400 for a past from, not 429', async () => {
+    const t = h.token(4242, 'customer');
+    for (let i = 0; i < 3; i++) {
+      const b = await holdCar(h);
+      await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
+      const r = await h.req('POST', '/bookings', { token: t, body: { carId: b.carId, from: inHours(300 + i), to: inHours(301 + i) } });
+      expect(r.status).toBe(201);
+    }
+    const past = await h.req('POST', '/bookings', { token: t, body: { carId: 1, from: inHours(-2), to: inHours(1) } });
+    expect(past.status).toBe(400);
+    const fourth = await h.req('POST', '/bookings', { token: t, body: { carId: 1, from: inHours(400), to: inHours(401) } });
+    expect(fourth.status).toBe(429);
+  });
+});

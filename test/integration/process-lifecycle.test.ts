@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { migrate } from '../../shared/db/migrate.js';
+import { readProcfile, supervisedProcesses } from '../../scripts/procfile.js';
+import { ADMIN_DB } from '../helpers/harness.js';
+import { sleep, waitFor } from '../helpers/http.js';
+import { alive, childrenOf, freePort, ROOT, spawnTs, testSecrets } from '../helpers/processes.js';
+
+const databases: string[] = [];
+const leftovers: number[] = [];
+afterAll(async () => {
+  for (const pid of leftovers) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  const admin = new pg.Client({ connectionString: ADMIN_DB });
+  await admin.connect();
+  for (const db of databases) await admin.query(`DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).catch(() => {});
+  await admin.end();
+});
+
+async function environment() {
+  const id = randomUUID().replace(/-/g, '').slice(0, 12);
+  databases.push(`test_proc_${id}`);
+  return {
+    NODE_ENV: 'test', LOG_LEVEL: 'info', ...testSecrets(),
+    DATABASE_URL: `postgres://postgres@127.0.0.1:5432/test_proc_${id}`, REDIS_URL: 'redis://127.0.0.1:6379/5',
+    QUEUE_PREFIX: `p${id}`, REDIS_KEY_PREFIX: `p${id}:`, KAFKA_BROKERS: 'none',
+    PORT: String(await freePort()), DASHBOARD_PORT: String(await freePort()), PSP_PORT: String(await freePort()),
+  };
+}
+
+const ready = (port: string) => fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0);
+
+describe('npm start (scripts/start.ts)', () => {
+  it('supervises every Procfile process, survives a closed stdout/stderr, and its children exit when it is killed with -9', async () => {
+    const env = await environment();
+    const expected = supervisedProcesses(readProcfile(`${ROOT}/Procfile`), { externalPsp: false }).length;
+    const sup = spawnTs('scripts/start.ts', env);
+    leftovers.push(sup.pid!);
+    await waitFor(async () => childrenOf(sup.pid!).length === expected && (await ready(env.PORT)) === 200, 60_000, 200)
+      .catch((e) => { throw new Error(`${e.message}\n${sup.output().slice(-3000)}`); });
+    const first = childrenOf(sup.pid!);
+    leftovers.push(...first);
+
+    // Nobody reads the supervisor's output any more: every line it writes from now on meets EPIPE.
+    sup.stdout!.destroy();
+    sup.stderr!.destroy();
+    const [victim, ...others] = first;
+    process.kill(victim!, 'SIGKILL');
+    await waitFor(async () => {
+      const now = childrenOf(sup.pid!);
+      return now.length === expected && !now.includes(victim!);
+    }, 20_000, 100);
+    await sleep(2000); // the restarted child logs its start-up into the closed pipe
+    expect(alive(sup.pid!)).toBe(true);
+    const current = childrenOf(sup.pid!);
+    leftovers.push(...current);
+    // Nothing else was restarted: the pump without Kafka (KAFKA_BROKERS=none) works on instead of exiting.
+    for (const pid of others) expect(current).toContain(pid);
+
+    // Once more, and kill -9 the supervisor while the replacement is still starting up.
+    const [second] = others;
+    process.kill(second!, 'SIGKILL');
+    await waitFor(async () => childrenOf(sup.pid!).length === expected && !childrenOf(sup.pid!).includes(second!), 20_000, 20);
+    const last = childrenOf(sup.pid!);
+    leftovers.push(...last);
+    process.kill(sup.pid!, 'SIGKILL');
+    const t0 = Date.now();
+    // Each drains first (graceful stop); a few seconds, more on a loaded 2-core machine.
+    await waitFor(async () => last.every((pid) => !alive(pid)), 15_000, 100)
+      .catch(() => { throw new Error(`still running ${Date.now() - t0} ms after kill -9: ${last.filter(alive).join(', ')}`); });
+  }, 120_000);
+});
+
+describe('api shutdown', () => {
+  it('answers /ready with 503 as soon as it is asked to stop, while it drains', async () => {
+    const env = { ...(await environment()), SHUTDOWN_DELAY_S: '3' };
+    await migrate(env.DATABASE_URL);
+    const api = spawnTs('api/server.ts', env);
+    leftovers.push(api.pid!);
+    await waitFor(async () => (await ready(env.PORT)) === 200, 30_000, 100);
+    const exited = new Promise((r) => api.once('exit', r));
+    api.kill('SIGTERM');
+    await waitFor(async () => (await ready(env.PORT)) === 503, 2000, 20);
+    const res = await fetch(`http://127.0.0.1:${env.PORT}/ready`);
+    expect(res.status).toBe(503);
+    expect((await res.json()).error.code).toBe('UNAVAILABLE');
+    expect((await fetch(`http://127.0.0.1:${env.PORT}/health`)).status).toBe(200);
+    await exited;
+  });
+});
