@@ -26,6 +26,8 @@ export interface SearchIndexOptions {
 /** How long a rebuild waits for the transactions in progress at its start (then it proceeds; see rebuild). */
 const SETTLE_MAX_MS = 10_000;
 const OTHER_DB_CHECK_MS = 1_000;
+/** How long a catalogue write waits for the indexes to read it (it is committed either way). */
+const CATCH_UP_MAX_MS = 1_000;
 const DAY_MS = 86_400_000;
 
 type HeldChange = Extract<CalendarChange, { kind: 'held' }>;
@@ -57,7 +59,9 @@ export class SearchIndexes {
   /** Nights before this day are not in the stay index (they are history): such searches go to SQL. */
   private stayFromDay = Infinity;
   private timer: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
+  /** The polls, one after the other; `next` is the one queued behind the running one (shared by its callers). */
+  private chain: Promise<void> = Promise.resolve();
+  private next: Promise<void> | null = null;
   private stopped = false;
   private lastWarn = 0;
 
@@ -66,8 +70,7 @@ export class SearchIndexes {
   start(): void {
     const loop = async () => {
       if (this.stopped) return;
-      this.running = this.poll();
-      await this.running;
+      await this.pollAfterNow();
       if (!this.stopped) this.timer = setTimeout(() => void loop(), this.o.pollMs);
     };
     void loop();
@@ -76,7 +79,33 @@ export class SearchIndexes {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
-    await this.running;
+    await this.chain;
+  }
+
+  /**
+   * Resolves once a poll that started after the call has finished (or after `maxWaitMs`): every change committed
+   * before the call is then in the indexes (but for one behind a transaction still open, which the tail waits
+   * for). A catalogue write calls it before answering, so this API process's next search sees it.
+   */
+  async catchUp(maxWaitMs = CATCH_UP_MAX_MS): Promise<void> {
+    // Not serving yet (the first build runs): searches read SQL meanwhile, nothing to wait for.
+    if (this.stopped || (!this.carFeed.calendar && !this.stayFeed.calendar)) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.pollAfterNow(), new Promise((r) => (timer = setTimeout(r, maxWaitMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** A poll that starts after this call: the one queued behind the running poll, or a new one. */
+  private pollAfterNow(): Promise<void> {
+    if (!this.next) {
+      const p = this.chain.then(() => {
+        this.next = null;
+        return this.poll();
+      });
+      this.next = p;
+      this.chain = p.catch(() => {});
+    }
+    return this.next;
   }
 
   /** The car calendar when fresh enough to answer from, else null. */
@@ -145,7 +174,7 @@ export class SearchIndexes {
         for (const [day, free] of tuples(r.list)) cal.setNight(r.roomTypeId, day!, free!);
       });
       const cursor = new TailCursor(start);
-      const syncedAt = await this.catchUp(cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
+      const syncedAt = await this.readTail(cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
       Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs, catalogueAt: now + this.o.catalogueEveryMs });
       this.stayFromDay = fromDay;
       return;
@@ -158,7 +187,7 @@ export class SearchIndexes {
       if (added.length) f.calendar.addRoomTypes(added);
     }
     const cal = f.calendar;
-    f.syncedAt = await this.catchUp(f.cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
+    f.syncedAt = await this.readTail(f.cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
   }
 
   /**
@@ -184,7 +213,7 @@ export class SearchIndexes {
   }
 
   /** Tail reads until one comes back short of the limit; returns when the last one started. */
-  private async catchUp<E>(cursor: TailCursor, read: (after: number, limit: number) => Promise<TailRead<E>>, apply: (r: TailRead<E>) => void): Promise<number> {
+  private async readTail<E>(cursor: TailCursor, read: (after: number, limit: number) => Promise<TailRead<E>>, apply: (r: TailRead<E>) => void): Promise<number> {
     const limit = this.o.tailLimit ?? 20_000;
     for (;;) {
       const startedAt = Date.now();
@@ -214,7 +243,7 @@ export class SearchIndexes {
   /** Tails the outbox into `cal`; a hold on a car the catalogue does not know yet reloads the catalogue first. */
   private async tailCars(cal: CarCalendar, cursor: TailCursor): Promise<number> {
     const unknown = new Map<number, HeldChange>();
-    const syncedAt = await this.catchUp(cursor, (after, limit) => tailCalendarChanges(this.db, after, limit), (r) => this.applyCars(cal, r.entries, unknown));
+    const syncedAt = await this.readTail(cursor, (after, limit) => tailCalendarChanges(this.db, after, limit), (r) => this.applyCars(cal, r.entries, unknown));
     if (unknown.size) {
       cal.setCars(await loadCars(this.db));
       for (const c of unknown.values()) {

@@ -5,6 +5,12 @@ import { DomainError, forbidden, notFound, validation } from '../domain/errors.j
 import { insertCar, type CarRow } from '../db/cars.js';
 import { findHotel, insertHotel, insertRoomType, type HotelRow, type RoomTypeRow } from '../db/hotels.js';
 import { isValidTimeZone } from '../domain/zoned-time.js';
+import { letSearchSee, type SearchIndex } from './search.js';
+
+/** Catalogue writes let this process's search indexes read them before answering (letSearchSee). */
+export interface SearchWriteDeps {
+  searchIndex?: SearchIndex | null;
+}
 
 export interface CarInput {
   plate: string;
@@ -18,7 +24,7 @@ export interface CarInput {
 }
 
 /** Hosts list their own cars; operators list a car for a host they name. */
-export async function createCar(deps: Deps, actor: Actor, input: CarInput): Promise<CarRow> {
+export async function createCar(deps: Deps & SearchWriteDeps, actor: Actor, input: CarInput): Promise<CarRow> {
   if (actor.role === 'customer') throw forbidden();
   let hostId = actor.id;
   if (actor.role === 'operator') {
@@ -27,14 +33,17 @@ export async function createCar(deps: Deps, actor: Actor, input: CarInput): Prom
   } else if (input.hostId !== undefined && input.hostId !== actor.id) {
     throw forbidden();
   }
+  let car: CarRow;
   try {
-    return await insertCar(deps.db, { ...input, hostId });
+    car = await insertCar(deps.db, { ...input, hostId });
   } catch (e) {
     if (e instanceof UniqueIntegrityConstraintViolationError) {
       throw new DomainError('ALREADY_EXISTS', 'a car with this plate exists', { field: 'plate' });
     }
     throw e;
   }
+  await letSearchSee(deps);
+  return car;
 }
 
 export const requireOperator = (actor: Actor) => {

@@ -6,7 +6,8 @@ import { DomainError, notFound } from '../domain/errors.js';
 import { findRoomType } from '../db/hotels.js';
 import { attributeChanges, listLedger, listNights, lockNights, lockRoomTypeInventory, setSellable } from '../db/inventory.js';
 import { writeEvent } from '../events/outbox.js';
-import { requireOperator } from './catalogue.js';
+import { requireOperator, type SearchWriteDeps } from './catalogue.js';
+import { letSearchSee } from './search.js';
 import { MAX_RANGE_NIGHTS, checkNightRange } from '../domain/nights.js';
 
 /** An operator's range of nights [from, to): 1 to 366 nights; returns how many. */
@@ -21,7 +22,7 @@ async function roomTypeFor(deps: Deps, actor: Actor, id: number) {
 
 /** Sets sellable on every night of [from, to) or on none: refused when it would drop below held + confirmed. */
 export async function adjustInventory(
-  deps: Deps,
+  deps: Deps & SearchWriteDeps,
   actor: Actor,
   roomTypeId: number,
   q: { from: string; to: string; sellable: number; reason: string },
@@ -29,7 +30,7 @@ export async function adjustInventory(
   checkRange(q.from, q.to);
   await roomTypeFor(deps, actor, roomTypeId);
   try {
-    return await deps.db.transaction(async (tx) => {
+    const answer = await deps.db.transaction(async (tx) => {
       await lockRoomTypeInventory(tx, roomTypeId);
       await lockNights(tx, roomTypeId, q.from, q.to);
       await attributeChanges(tx, { actor: describeActor(actor), reason: q.reason, bookingId: null });
@@ -40,6 +41,8 @@ export async function adjustInventory(
       });
       return { nights };
     });
+    await letSearchSee(deps);
+    return answer;
   } catch (e) {
     if (e instanceof CheckIntegrityConstraintViolationError) {
       throw new DomainError('INVENTORY_BELOW_COMMITTED', 'sellable would drop below held + confirmed on some night');

@@ -17,6 +17,17 @@ export interface SearchIndex {
   cars(): CarCalendar | null;
   /** The stay calendar when it holds the night `fromDay` (days since 1970-01-01). */
   stays(fromDay: number): StayCalendar | null;
+  /** Resolves once the calendars have read what was committed before the call (waiting a bounded time). */
+  catchUp(): Promise<void>;
+}
+
+/**
+ * After a catalogue write (a car listed, nights opened or closed), before answering: this API process's searches
+ * then show it at once (other API processes within a poll, 200 ms). Holds never wait for it: their hot path
+ * stays as it is, and a search may lag them within the contract's staleness.
+ */
+export async function letSearchSee(deps: { searchIndex?: SearchIndex | null }): Promise<void> {
+  await deps.searchIndex?.catchUp();
 }
 
 /** Room types an availability search lists at most. */
