@@ -23,6 +23,8 @@ export function createBackground(log: Logger) {
     sleep: (ms: number) => sleep(ms, undefined, { signal: shutdown.signal }),
     /** Runs `fn` after `ms`, unless closed first. */
     later: (ms: number, fn: () => void) => track(sleep(ms, undefined, { signal: shutdown.signal }).then(fn)),
+    /** How many deliveries / delayed transitions are pending now. */
+    pending: () => inflight.size,
     /** Resolves once nothing is pending. */
     async idle(): Promise<void> {
       while (inflight.size > 0) await Promise.allSettled([...inflight]);

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import type { Background } from './background.js';
 import type { Transitions } from './payments.js';
 import { findRefund, newId, type SandboxFaults, type SandboxIntent, type SandboxRefund, type SandboxState } from './state.js';
-import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, rawBodyOf, readJson, type IdempotencyKeys } from './http.js';
+import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, rawBodyOf, readJson } from './http.js';
+import { endpointOf, injectedCode, takeAnswer } from './fault-rules.js';
 
 // The provider API the service calls (CONTRACT.md "Payment provider"): /v1/payment_intents and /v1/refunds.
 
@@ -39,6 +40,9 @@ export function v1Guard(faults: SandboxFaults, apiKey: string, background: Backg
     await rawBodyOf(ctx);
     if (faults.apiDelayMs > 0) await background.sleep(faults.apiDelayMs);
     if (Math.random() < faults.apiFailRate) throw new SandboxHttpError(500, 'injected_failure', 'injected failure');
+    const injected = takeAnswer(faults, endpointOf(ctx.method, ctx.path));
+    if (injected?.answer === 'timeout') await background.sleep(injected.hangMs);
+    else if (injected) throw new SandboxHttpError(injected.answer, injectedCode(injected.answer), `injected ${injected.answer}`);
     if (ctx.get('authorization') !== `Bearer ${apiKey}`) throw new SandboxHttpError(401, 'unauthenticated', 'bad or missing API key');
     return next();
   };
@@ -51,8 +55,7 @@ export function v1Routes(
   settings: { publicUrl?: string },
 ) {
   // Intents and refunds have separate key spaces.
-  const intentKeys: IdempotencyKeys = new Map();
-  const refundKeys: IdempotencyKeys = new Map();
+  const { intents: intentKeys, refunds: refundKeys } = state.idempotencyKeys;
   const api = new Router({ prefix: '/v1' });
 
   api.post('/payment_intents', async (ctx) => {
