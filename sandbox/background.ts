@@ -1,9 +1,12 @@
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 
 /** The sandbox's work that outlives a request (webhook deliveries, delayed transitions), stopped as one. */
 export function createBackground(log: Logger) {
   const shutdown = new AbortController();
+  // Every pending sleep and delivery listens on this one signal: hundreds at once under load are expected.
+  setMaxListeners(0, shutdown.signal);
   const inflight = new Set<Promise<unknown>>();
 
   function track(work: Promise<unknown>): void {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import net from 'node:net';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import { migrate } from '../../shared/db/migrate.js';
+import { logger } from '../../shared/logger.js';
 import { readProcfile } from '../procfile.js';
 import { createPspSandbox } from '../../sandbox/app.js';
 import { startNotifyReceiver } from './notify-receiver.js';
@@ -51,6 +52,24 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<numbe
   });
 }
 
+/**
+ * The Kafka jars: KAFKA_LIBS_DIR, else this checkout's `.kafka/libs`, else (in a git worktree) the main checkout's,
+ * else this checkout's again (kafka.sh then resolves them there with Maven, once).
+ */
+function kafkaLibs(root: string): string {
+  if (process.env.KAFKA_LIBS_DIR) return process.env.KAFKA_LIBS_DIR;
+  const own = path.join(root, '.kafka', 'libs');
+  if (existsSync(path.join(own, '.resolved'))) return own;
+  try {
+    const common = execFileSync('git', ['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: root, encoding: 'utf8' }).trim();
+    const main = path.join(path.dirname(common), '.kafka', 'libs');
+    if (existsSync(path.join(main, '.resolved'))) return main;
+  } catch {
+    // not a git checkout
+  }
+  return own;
+}
+
 export interface TopologyOptions {
   root: string;
   runDir: string;
@@ -86,7 +105,7 @@ export async function startTopology(o: TopologyOptions) {
   const kafkaEnv = {
     ...process.env, KAFKA_PORT: String(kafkaPort), KAFKA_CONTROLLER_PORT: String(await freePort()),
     KAFKA_HOME_DIR: path.join(o.runDir, 'kafka'),
-    KAFKA_LIBS_DIR: process.env.KAFKA_LIBS_DIR || path.join(o.root, '.kafka', 'libs'),
+    KAFKA_LIBS_DIR: kafkaLibs(o.root),
   };
   const kafkaSh = path.join(o.root, 'scripts', 'kafka.sh');
   const startKafka = async () => {
@@ -102,6 +121,8 @@ export async function startTopology(o: TopologyOptions) {
   const psp = createPspSandbox({
     apiKey: secrets.PSP_API_KEY, webhookSecret: secrets.PAYMENT_WEBHOOK_SECRET, webhookUrl: `${apiUrls[0]}/payments/webhook`,
     webhookAttempts: 8, webhookBackoffMs: 250,
+    // Injected 5xx answers are the point here, not news: the sandbox logs only fatal errors.
+    logger: logger.child({ component: 'psp-sandbox' }, { level: 'fatal' }),
   });
   const { url: pspUrl } = await psp.listen(0);
   const notifyLog = path.join(o.runDir, 'notify.log');
