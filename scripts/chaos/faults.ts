@@ -28,6 +28,22 @@ async function sandboxWindow(t: Topology, set: Record<string, unknown>, reset: R
   await control(t, 'POST', '/faults', reset);
 }
 
+/**
+ * The provider counts as down (a 503 from the service's routes that call it is then allowed) from the moment an
+ * answer rule is set until the sandbox has used it up (it leaves GET /sandbox/faults), or the faults are reset.
+ */
+function trackRule(t: Topology, rule: { endpoint: string; answer: number | string }, windows: Window[]): void {
+  const w: Window = { kind: 'psp', from: Date.now(), to: Infinity };
+  windows.push(w);
+  void (async () => {
+    while (w.to === Infinity) {
+      await sleep(1_000);
+      const faults = await fetch(`${t.pspUrl}/sandbox/faults`).then((r) => r.json() as Promise<{ answers: typeof rule[] }>).catch(() => null);
+      if (faults && !faults.answers.some((a) => a.endpoint === rule.endpoint && a.answer === rule.answer)) w.to = Date.now() + 5_000;
+    }
+  })();
+}
+
 function killOne(kind: string): Fire {
   return async (t, rng) => {
     const alive = t.procs.filter((p) => p.kind === kind && p.pid() !== undefined);
@@ -69,14 +85,16 @@ export function faultKinds(workerKinds: string[]): Record<string, Fire> {
       windows.push({ kind: 'postgres', from: Date.now(), to: Date.now() + 5_000 });
       return `${await t.pgTerminate()} connections terminated`;
     },
-    'psp:error-answers': async (t, rng) => {
+    'psp:error-answers': async (t, rng, windows) => {
       const rule = { endpoint: rng.pick(ENDPOINTS), answer: rng.pick([401, 409, 429, 500, 502, 503]), times: rng.int(2, 8) };
       await control(t, 'POST', '/faults/answers', rule);
+      trackRule(t, rule, windows);
       return `${rule.endpoint}: ${rule.answer} x${rule.times}`;
     },
-    'psp:timeouts': async (t, rng) => {
+    'psp:timeouts': async (t, rng, windows) => {
       const rule = { endpoint: rng.pick(ENDPOINTS), answer: 'timeout', times: rng.int(1, 4), hangMs: 3_000 };
       await control(t, 'POST', '/faults/answers', rule);
+      trackRule(t, rule, windows);
       return `${rule.endpoint}: hangs 3 s x${rule.times}`;
     },
     'psp:webhook-loss': async (t, rng) => {
@@ -143,6 +161,8 @@ export function runSchedule(t: Topology, rng: Rng, planned: ScheduledFault[], st
     async settle() {
       timers.forEach(clearTimeout);
       while (running.size) await Promise.allSettled([...running]);
+      // The runner resets the sandbox's faults next: provider windows still open close 5 s from now.
+      for (const w of windows) if (w.to === Infinity) w.to = Date.now() + 5_000;
     },
   };
 }
