@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
@@ -91,6 +92,31 @@ describe('known bugs (issue 8), found by check:invariants / chaos', () => {
       await sandbox(h).resetFaults();
     }
   }, 30_000);
+
+  // chaos's 5xx count (seed 8: a 500 on POST /bookings/{id}/cancel under pg_terminate_backend, the log says
+  // "read ECONNRESET" from pg). Contract: a dependency down is 503 UNAVAILABLE; api/middleware/errors.ts maps
+  // slonik's connection errors and ECONNREFUSED, but a raw ECONNRESET from the pg socket falls through to 500.
+  // Skipped: this in-process attempt (terminating every pooled connection between bursts) does NOT reproduce it —
+  // it passes on main; the chaos run does (a reset while a query is in flight on the multi-process topology).
+  // Kept as the place for a deterministic reproduction; the fix is one more case in `isUnavailable`.
+  it.skip('PostgreSQL connections reset under the API answer 503, never 500', async () => {
+    const b = await holdCar(h);
+    const admin = new pg.Client({ connectionString: h.config.DATABASE_URL });
+    await admin.connect();
+    const statuses: number[] = [];
+    try {
+      for (let round = 0; round < 10; round++) {
+        // Every connection busy once, so the pools hold many; then all of them terminated at once.
+        await Promise.all(Array.from({ length: 12 }, () => h.req('GET', `/bookings/${b.id}`, { token: b.token })));
+        await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`);
+        const rs = await Promise.all(Array.from({ length: 12 }, () => h.req('GET', `/bookings/${b.id}`, { token: b.token })));
+        statuses.push(...rs.map((r) => r.status));
+      }
+    } finally {
+      await admin.end();
+    }
+    expect(statuses.filter((s) => s >= 500 && s !== 503)).toEqual([]);
+  }, 60_000);
 
   // invariant notifications-once (chaos seed 8: pg_terminate_backend after a send). Found by chaos, not in the issue.
   it.fails('a notification whose transaction fails after the send is not sent twice', async () => {
