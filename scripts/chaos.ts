@@ -28,6 +28,10 @@ const { values } = parseArgs({
 });
 const seconds = Number(values.seconds);
 const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed);
+if (!(seconds > 0) || !Number.isInteger(seed)) {
+  console.error('usage: npm run chaos -- --seconds N [--seed S] [--concurrency 4] [--hold-ttl 10] [--grace 15] [--json file] [--keep]');
+  process.exit(2);
+}
 const holdTtlS = Number(values['hold-ttl']);
 const graceS = Number(values.grace);
 const started = Date.now();

@@ -77,11 +77,18 @@ export interface TopologyOptions {
   graceS: number;
 }
 
-export async function startTopology(o: TopologyOptions) {
+async function build(o: TopologyOptions, undo: (() => Promise<unknown>)[]) {
   const id = randomUUID().replace(/-/g, '').slice(0, 10);
   const dbName = `chaos_${id}`;
   const databaseUrl = `postgres://postgres@127.0.0.1:5432/${dbName}`;
   await migrate(databaseUrl);
+  const dropDb = async () => {
+    const c = new pg.Client({ connectionString: ADMIN_DB });
+    await c.connect();
+    await c.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    await c.end();
+  };
+  undo.push(dropDb);
 
   // Redis: no persistence, so a restart loses everything, like FLUSHALL.
   const redisPort = await freePort();
@@ -99,6 +106,7 @@ export async function startTopology(o: TopologyOptions) {
     await exited;
   };
   await startRedis();
+  undo.push(killRedis);
 
   // Kafka: scripts/kafka.sh on free ports, in the run's directory, sharing the project's jars.
   const kafkaPort = await freePort();
@@ -112,6 +120,7 @@ export async function startTopology(o: TopologyOptions) {
     if ((await run('bash', [kafkaSh, 'start'], kafkaEnv)) !== 0) throw new Error(`kafka.sh start failed (see ${kafkaEnv.KAFKA_HOME_DIR})`);
   };
   const stopKafka = async () => void (await run('bash', [kafkaSh, 'stop'], kafkaEnv));
+  undo.push(stopKafka);
   await startKafka();
   const brokers = [`127.0.0.1:${kafkaPort}`];
 
@@ -125,8 +134,10 @@ export async function startTopology(o: TopologyOptions) {
     logger: logger.child({ component: 'psp-sandbox' }, { level: 'fatal' }),
   });
   const { url: pspUrl } = await psp.listen(0);
+  undo.push(() => psp.close());
   const notifyLog = path.join(o.runDir, 'notify.log');
   const receiver = await startNotifyReceiver(notifyLog);
+  undo.push(() => receiver.close());
 
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', NODE_ENV: 'test', LOG_LEVEL: 'warn',
@@ -143,6 +154,7 @@ export async function startTopology(o: TopologyOptions) {
     if (!existsSync(path.join(o.root, entry))) throw new Error(`Procfile ${spec.name}: no ${entry}`);
     for (const i of [1, 2]) procs.push(supervise(o.root, o.runDir, spec.name, i, entry, env));
   }
+  undo.push(() => Promise.all(procs.map((p) => p.stop())));
   for (const url of apiUrls) await waitFor(`${url}/health`, async () => (await fetch(`${url}/health`)).ok, 60_000, 500);
 
   const admin = new pg.Pool({ connectionString: ADMIN_DB, max: 2 });
@@ -187,4 +199,15 @@ export async function startTopology(o: TopologyOptions) {
     },
   };
 }
-export type Topology = Awaited<ReturnType<typeof startTopology>>;
+
+/** Starts the topology; when a step fails, what is up so far is taken down in reverse (nothing left behind). */
+export async function startTopology(o: TopologyOptions) {
+  const undo: (() => Promise<unknown>)[] = [];
+  try {
+    return await build(o, undo);
+  } catch (e) {
+    for (const step of undo.reverse()) await step().catch(() => undefined);
+    throw e;
+  }
+}
+export type Topology = Awaited<ReturnType<typeof build>>;
