@@ -41,6 +41,9 @@ const root = repoRoot();
 const runDir = mkdtempSync(path.join(tmpdir(), `chaos-${seed}-`));
 say(`seed ${seed}, ${seconds} s of workload, HOLD_TTL_S=${holdTtlS}, PAYMENT_GRACE_S=${graceS}; logs in ${runDir}`);
 const rng = seeded(seed);
+// The fault schedule draws from its own stream: which faults fire when (and their endpoints, answers, victims' kinds)
+// does not depend on how the workload's concurrent loops interleave.
+const faultRng = seeded(seed ^ 0x5eed);
 const t = await startTopology({ root, runDir, holdTtlS, graceS });
 let exitCode = 1;
 // Interrupted (Ctrl-C, a test's timeout): take the topology down before leaving.
@@ -58,7 +61,7 @@ try {
 
   const kinds = Object.keys(faultKinds(t.workerKinds));
   const workStart = Date.now();
-  const faults = runSchedule(t, rng, schedule(rng, kinds, seconds), workStart, say);
+  const faults = runSchedule(t, faultRng, schedule(faultRng, kinds, seconds), workStart, say);
   // Webhooks go to one API process, then the other, switching every few seconds.
   const switcher = setInterval(() => (t.psp.settings.webhookUrl = `${rng.pick(t.apiUrls)}/payments/webhook`), 3_000);
   const loops = Array.from({ length: Number(values.concurrency) }, async () => {
