@@ -1,0 +1,35 @@
+-- Up Migration
+
+-- Refunds and notifications are obligations kept in PostgreSQL, not BullMQ jobs (issue 8: nothing that must
+-- happen depends on a job only Redis remembers). A due loop in the worker process claims due rows with
+-- FOR UPDATE SKIP LOCKED and leases them: lease_until is when a claim (a killed process's too) comes due again,
+-- lease_token makes only the claim's owner record its outcome.
+ALTER TABLE refund
+  ADD COLUMN next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  ADD COLUMN lease_until     timestamptz,
+  ADD COLUMN lease_token     uuid;
+CREATE INDEX refund_due_idx ON refund (next_attempt_at) WHERE status = 'PENDING';
+
+-- A notification row is written with its event (same transaction), unsent (sent_at NULL), and marked sent
+-- once the gateway accepted it (Idempotency-Key {eventId}:{channel}).
+ALTER TABLE notification
+  ALTER COLUMN sent_at DROP NOT NULL,
+  ALTER COLUMN sent_at DROP DEFAULT,
+  ADD COLUMN next_attempt_at timestamptz NOT NULL DEFAULT now(),
+  ADD COLUMN attempts        integer     NOT NULL DEFAULT 0,
+  ADD COLUMN last_error      text,
+  ADD COLUMN lease_until     timestamptz,
+  ADD COLUMN lease_token     uuid,
+  ADD COLUMN created_at      timestamptz NOT NULL DEFAULT now();
+CREATE INDEX notification_due_idx ON notification (next_attempt_at) WHERE sent_at IS NULL;
+
+-- Down Migration
+DROP INDEX notification_due_idx;
+UPDATE notification SET sent_at = coalesce(sent_at, now());
+ALTER TABLE notification
+  ALTER COLUMN sent_at SET NOT NULL,
+  ALTER COLUMN sent_at SET DEFAULT now(),
+  DROP COLUMN next_attempt_at, DROP COLUMN attempts, DROP COLUMN last_error, DROP COLUMN lease_until,
+  DROP COLUMN lease_token, DROP COLUMN created_at;
+DROP INDEX refund_due_idx;
+ALTER TABLE refund DROP COLUMN next_attempt_at, DROP COLUMN lease_until, DROP COLUMN lease_token;
