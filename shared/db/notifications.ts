@@ -66,3 +66,13 @@ export async function releaseNotification(db: CommonQueryMethods, c: ClaimedNoti
       next_attempt_at = now() + make_interval(secs => ${retryInSeconds})
     WHERE event_id = ${c.eventId}::uuid AND channel = ${c.channel} AND lease_token = ${c.leaseToken}::uuid`);
 }
+
+const unsentRow = z.object({ unsent: z.number(), oldestAgeSeconds: z.number() });
+
+/** Notifications not sent yet: how many, and the oldest one's age (0 when none); reads the partial due index. */
+export async function unsentNotificationStats(db: CommonQueryMethods) {
+  return db.one(sql.type(unsentRow)`
+    SELECT count(*)::int AS unsent,
+           coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS "oldestAgeSeconds"
+    FROM notification WHERE sent_at IS NULL`);
+}
