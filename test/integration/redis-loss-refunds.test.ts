@@ -14,7 +14,12 @@ import { freePort, spawnTs, testSecrets } from '../helpers/processes.js';
 // workers run as real child processes on a Redis of their own; everything must still happen, once.
 
 /** The sms/push gateway (NOTIFY_WEBHOOK_URL): refuses while `refusing`, counts deliveries per Idempotency-Key. */
-const gateway = { refusing: true, refused: 0, accepted: [] as { key: string | undefined; eventType: string; bookingId: number; channel: string }[] };
+const gateway = {
+  refusing: true, refused: 0, accepted: [] as { key: string | undefined; eventType: string; bookingId: number; channel: string }[],
+  /** Records the delivery but never answers (the sender is then killed mid-send). */
+  hanging: false, hung: [] as import('node:http').ServerResponse[],
+};
+let env: Record<string, string>;
 let gatewayServer: Server;
 let redisServer: ChildProcess;
 let redis: Redis;
@@ -38,13 +43,14 @@ beforeAll(async () => {
       }
       const key = req.headers['idempotency-key'];
       gateway.accepted.push({ ...JSON.parse(Buffer.concat(chunks).toString('utf8')), key: typeof key === 'string' ? key : undefined });
-      res.writeHead(204).end();
+      if (gateway.hanging) gateway.hung.push(res);
+      else res.writeHead(204).end();
     });
   });
   await new Promise<void>((r) => gatewayServer.listen(0, '127.0.0.1', r));
   const notifyUrl = `http://127.0.0.1:${(gatewayServer.address() as AddressInfo).port}/notify`;
   h = await startHarness({ env: { HOLD_RATE_LIMIT: '1000' } });
-  const env = {
+  env = {
     ...testSecrets(), NODE_ENV: 'test', DATABASE_URL: h.config.DATABASE_URL, REDIS_URL: `redis://127.0.0.1:${redisPort}/0`,
     QUEUE_PREFIX: 'lossy', PSP_URL: h.config.pspUrl, PSP_API_KEY: h.config.PSP_API_KEY, NOTIFY_WEBHOOK_URL: notifyUrl,
     KAFKA_BROKERS: 'none', METRICS_PORT: '0', LOG_LEVEL: 'warn',
@@ -95,4 +101,28 @@ describe('Redis loses its data while refunds and notifications wait', () => {
     const { rows } = await h.sql(`SELECT count(*)::int AS n FROM notification WHERE sent_at IS NOT NULL AND booking_id = ANY($1)`, [[refunded.id, confirmed.id]]);
     expect(rows[0].n).toBe(expected.length);
   }, 150_000);
+
+  it('notification workers killed mid-send (kill -9): sent again after the lease, with the same key; never by two at once', async () => {
+    gateway.refusing = false;
+    gateway.hanging = true;
+    workers.push(spawnTs('workers/notifications.ts', env)); // a second notifications worker beside the first
+    await sleep(1_500);
+    const b = await holdCar(h);
+    expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
+    const deliveries = () => gateway.accepted.filter((n) => n.bookingId === b.id);
+    await waitFor(async () => deliveries().length >= 2, 10_000, 20);
+    for (const w of workers.filter((w) => /notifications/.test(w.spawnargs.join(' ')))) w.kill('SIGKILL');
+    const beforeKill = deliveries().map((n) => n.key).sort();
+    // Each (event, channel) went out once before the kill: two workers never claimed the same row.
+    expect(beforeKill).toHaveLength(2);
+    expect(new Set(beforeKill).size).toBe(2);
+    gateway.hanging = false;
+    for (const res of gateway.hung.splice(0)) res.destroy();
+
+    workers.push(spawnTs('workers/notifications.ts', env));
+    // Their claims come due when the lease (30 s) runs out; then sent and marked, once more each, same keys.
+    await waitFor(async () => (await h.sql(`SELECT 1 FROM notification WHERE booking_id = $1 AND sent_at IS NOT NULL`, [b.id])).rowCount === 2, 60_000, 250);
+    await sleep(1_000);
+    expect(deliveries().map((n) => n.key).sort()).toEqual([...beforeKill, ...beforeKill].sort());
+  }, 90_000);
 });
