@@ -23,6 +23,23 @@ ALTER TABLE notification
   ADD COLUMN created_at      timestamptz NOT NULL DEFAULT now();
 CREATE INDEX notification_due_idx ON notification (next_attempt_at) WHERE sent_at IS NULL;
 
+-- Notified events of the last day whose BullMQ jobs had not delivered yet become rows (their jobs are no longer
+-- worked); the texts are shared/events/notifications.ts's.
+INSERT INTO notification (event_id, channel, booking_id, event_type, recipient, body, sent_at)
+SELECT o.event_id, c.channel, b.id, o.topic, b.customer_id,
+       CASE o.topic
+         WHEN 'booking.confirmed' THEN format('Booking %s is confirmed.', b.id)
+         WHEN 'booking.expired' THEN format('Your hold %s expired before payment.', b.id)
+         WHEN 'booking.cancelled' THEN format('Booking %s was cancelled.', b.id)
+         ELSE format('Your refund for booking %s was paid.', b.id)
+       END, NULL
+FROM outbox o
+JOIN booking b ON b.id = (o.payload->>'bookingId')::bigint
+CROSS JOIN (VALUES ('sms'), ('push')) AS c (channel)
+WHERE o.topic IN ('booking.confirmed', 'booking.expired', 'booking.cancelled', 'refund.succeeded')
+  AND o.created_at > now() - interval '1 day'
+ON CONFLICT DO NOTHING;
+
 -- Down Migration
 DROP INDEX notification_due_idx;
 UPDATE notification SET sent_at = coalesce(sent_at, now());
