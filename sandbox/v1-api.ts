@@ -3,21 +3,15 @@ import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { Background } from './background.js';
 import type { Transitions } from './payments.js';
-import { findRefund, newId, type SandboxFaults, type SandboxIntent, type SandboxRefund, type SandboxState } from './state.js';
+import { newId, type SandboxFaults, type SandboxIntent, type SandboxState } from './state.js';
 import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, rawBodyOf, readJson, type IdempotencyKeys } from './http.js';
 
-// The provider API the service calls (CONTRACT.md "Payment provider"): /v1/payment_intents and /v1/refunds.
+// The provider API the service calls (CONTRACT.md "Payment provider"): /v1/payment_intents (refunds: sandbox/refunds.ts).
 
 const intentBody = z.object({
   amount: z.number().int().positive(),
   currency: z.string().min(1),
   reference: z.string().min(1),
-});
-const refundBody = z.object({
-  paymentIntentId: z.string().min(1),
-  amount: z.number().int().positive(),
-  reference: z.string().min(1),
-  currency: z.string().min(1).optional(),
 });
 
 export function findIntent(state: SandboxState, id: string): SandboxIntent {
@@ -50,9 +44,8 @@ export function v1Routes(
   transitions: Transitions,
   settings: { publicUrl?: string },
 ) {
-  // Intents and refunds have separate key spaces.
+  // Intents and refunds (sandbox/refunds.ts) have separate key spaces.
   const intentKeys: IdempotencyKeys = new Map();
-  const refundKeys: IdempotencyKeys = new Map();
   const api = new Router({ prefix: '/v1' });
 
   api.post('/payment_intents', async (ctx) => {
@@ -71,18 +64,6 @@ export function v1Routes(
   });
   api.get('/payment_intents/:id', (ctx) => {
     ctx.body = findIntent(state, ctx.params.id!);
-  });
-  api.post('/refunds', async (ctx) => {
-    const body = parseWith(refundBody, await readJson(ctx));
-    ctx.body = idempotent(refundKeys, headerKey(ctx), body, (id) => findRefund(state, id)!, () => {
-      // The intent need not be ours: the service may refund payments made elsewhere.
-      const currency = body.currency ?? state.intents.get(body.paymentIntentId)?.currency ?? 'VND';
-      const { paymentIntentId, amount, reference } = body;
-      const refund: SandboxRefund = { id: newId('re'), status: faults.refundOutcome, amount, paymentIntentId, reference, currency };
-      state.refunds.push(refund);
-      transitions.refundCreated(refund);
-      return refund;
-    });
   });
   return api;
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { currentCorrelation, traceparentFor, type Correlation } from '../correlation.js';
 import type { Config } from '../config.js';
 import {
-  EXPIRY_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES, expiryJobId, refundSweepJobId,
+  EXPIRY_QUEUE, QUEUES, QUEUE_NAMES, SCHEDULED_JOB_OPTIONS, SCHEDULES, expiryJobId,
   type JobData, type QueueName, type QueuedJob, type ScheduleId,
 } from './registry.js';
 
@@ -51,11 +51,6 @@ function addJob<Q extends QueueName>(queues: Queues, queue: Q, name: string, dat
 /** The expiry check of a hold at `at` (a no-op when that check is already queued). */
 export async function scheduleExpiry(queues: Queues, bookingId: number, at: Date, now = Date.now()): Promise<void> {
   await addJob(queues, EXPIRY_QUEUE, 'expire', { bookingId }, { jobId: expiryJobId(bookingId, at), delay: Math.max(0, at.getTime() - now) });
-}
-
-/** A sweep's re-add of a refund whose job was lost; removed when done, so a later sweep can add it again. */
-export async function reenqueueRefund(queues: Queues, refundId: number, attempts: number): Promise<void> {
-  await addJob(queues, REFUNDS_QUEUE, 'refund', { refundId }, { jobId: refundSweepJobId(refundId, attempts), removeOnComplete: true, removeOnFail: true });
 }
 
 /** A job to add, with the correlation (request id) it belongs to, if any. */
