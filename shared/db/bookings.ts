@@ -168,11 +168,22 @@ export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: D
     UPDATE booking SET next_expiry_check_at = ${at.toISOString()}::timestamptz WHERE id = ${id} AND status = 'HOLD'`);
 }
 
-export async function dueHolds(db: CommonQueryMethods, now: Date, limit: number) {
-  return db.any(sql.type(z.object({ id: z.number(), nextExpiryCheckAt: instant }))`
-    SELECT id, next_expiry_check_at AS "nextExpiryCheckAt" FROM booking
-    WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
-    ORDER BY next_expiry_check_at LIMIT ${limit}`);
+/**
+ * Claims up to `limit` due HOLDs for one expiry process: locks them SKIP LOCKED (another process's claim in
+ * flight is passed over, not waited for) and pushes their next check to now + `leaseMs`, so no other process
+ * takes them while this one works them, and a claim whose process died comes due again once the lease is over.
+ * The worker's outcome then sets the next check (kept) or clears it (EXPIRED, CONFIRMED).
+ */
+export async function claimDueHolds(db: CommonQueryMethods, now: Date, leaseMs: number, limit: number): Promise<number[]> {
+  const rows = await db.any(sql.type(z.object({ id: z.number() }))`
+    UPDATE booking SET next_expiry_check_at = ${new Date(now.getTime() + leaseMs).toISOString()}::timestamptz
+    WHERE id IN (
+      SELECT id FROM booking
+      WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
+      ORDER BY next_expiry_check_at LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED)
+    RETURNING id`);
+  return rows.map((r) => r.id);
 }
 
 const bookingMoney = z.object({

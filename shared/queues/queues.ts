@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { currentCorrelation, traceparentFor, type Correlation } from '../correlation.js';
 import type { Config } from '../config.js';
 import {
-  EXPIRY_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES, expiryJobId, refundSweepJobId,
+  QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES, refundSweepJobId,
   type JobData, type QueueName, type QueuedJob, type ScheduleId,
 } from './registry.js';
 
@@ -46,11 +46,6 @@ const dataWith = (data: object, c: Correlation | undefined) => (c ? { ...data, r
 /** Adds a job carrying the correlation of the work adding it. */
 function addJob<Q extends QueueName>(queues: Queues, queue: Q, name: string, data: JobData<Q>, opts: { jobId: string; delay?: number; removeOnComplete?: boolean; removeOnFail?: boolean }) {
   return queues[queue].add(name, dataWith(data, currentCorrelation()), opts);
-}
-
-/** The expiry check of a hold at `at` (a no-op when that check is already queued). */
-export async function scheduleExpiry(queues: Queues, bookingId: number, at: Date, now = Date.now()): Promise<void> {
-  await addJob(queues, EXPIRY_QUEUE, 'expire', { bookingId }, { jobId: expiryJobId(bookingId, at), delay: Math.max(0, at.getTime() - now) });
 }
 
 /** A sweep's re-add of a refund whose job was lost; removed when done, so a later sweep can add it again. */

@@ -7,7 +7,6 @@ import type { PublishedEvent } from '../events/payloads.js';
 // backoff, the ids its jobs get, and the repeatable jobs (schedules) it runs. Producers (the outbox pump,
 // sweeps), workers, the dashboard and the queue-depth gauges all read it from here.
 
-export const EXPIRY_QUEUE = 'expiry';
 export const REFUNDS_QUEUE = 'refunds';
 export const NOTIFICATIONS_QUEUE = 'notifications';
 export const MAINTENANCE_QUEUE = 'maintenance';
@@ -18,8 +17,6 @@ const sweep = z.object({ sweep: z.literal(true) });
 
 /** 1 s, 2 s, 4 s … capped at 5 min: about a day of retries before the job is left failed (and visible). */
 export const refundBackoffMs = (attemptsMade: number) => Math.min(300_000, 1000 * 2 ** Math.max(0, attemptsMade - 1));
-/** 250 ms doubling, capped at 30 s. */
-const expiryBackoffMs = (attemptsMade: number) => Math.min(30_000, 250 * 2 ** Math.max(0, attemptsMade - 1));
 
 interface QueueSpec {
   payload: z.ZodTypeAny;
@@ -29,13 +26,6 @@ interface QueueSpec {
 }
 
 export const QUEUES = {
-  [EXPIRY_QUEUE]: {
-    payload: z.object({ bookingId: id }).or(sweep),
-    // A failing check (database down, a bug) retries every ≤ 30 s for days instead of giving up: a job left
-    // in the failed set would block the sweep's re-add (same job id) and the hold would never expire.
-    defaultJobOptions: { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 20_000, backoff: { type: EXPIRY_QUEUE } },
-    backoffMs: expiryBackoffMs,
-  },
   [REFUNDS_QUEUE]: {
     payload: z.object({ refundId: id }).or(sweep),
     defaultJobOptions: { removeOnComplete: { age: 86_400 }, removeOnFail: false, attempts: 300, backoff: { type: REFUNDS_QUEUE } },
@@ -58,8 +48,6 @@ export type JobData<Q extends QueueName> = z.infer<(typeof QUEUES)[Q]['payload']
 
 // ---- job ids: derived from what the job is about, so adding the same job twice adds it once ----
 
-/** One job per (hold, check time): re-adding the same check is a no-op, a deferred check is a new job. */
-export const expiryJobId = (bookingId: number, at: Date) => `expire-${bookingId}-${at.getTime()}`;
 /**
  * Derived from the refund.requested event: re-dispatching it adds nothing, while a refund id reused by
  * another database sharing this Redis (a reset, a second deployment) can never hit a finished job.
@@ -85,10 +73,7 @@ export interface QueuedJob<Q extends QueueName = QueueName> {
  */
 export function jobsForEvent(e: PublishedEvent, now: number): QueuedJob[] {
   const jobs: QueuedJob[] = [];
-  if (e.type === 'booking.held') {
-    const at = new Date(e.holdExpiresAt);
-    jobs.push({ queue: EXPIRY_QUEUE, name: 'expire', data: { bookingId: e.bookingId }, opts: { jobId: expiryJobId(e.bookingId, at), delay: Math.max(0, at.getTime() - now) } });
-  }
+  // No job for booking.held: holds expire by the expiry process's PostgreSQL loop (workers/expiry.ts).
   if (e.type === 'refund.requested') {
     jobs.push({ queue: REFUNDS_QUEUE, name: 'refund', data: { refundId: e.refundId }, opts: { jobId: refundJobId(e.refundId, e.eventId) } });
   }
@@ -113,8 +98,6 @@ interface ScheduleSpec<Q extends QueueName = QueueName> {
 const schedule = <Q extends QueueName>(s: ScheduleSpec<Q>) => s;
 
 export const SCHEDULES = {
-  /** Safety net for holds whose delayed expiry job was lost (Redis flushed, enqueue failed after commit). */
-  'expiry-sweep': schedule({ queue: EXPIRY_QUEUE, everyMs: 1000, job: { name: 'sweep', data: { sweep: true } } }),
   /** Safety net for PENDING refunds whose job is gone (Redis flushed) or gave up. */
   'refund-sweep': schedule({ queue: REFUNDS_QUEUE, everyMs: 60_000, job: { name: 'sweep', data: { sweep: true } } }),
   'idempotency-purge': schedule({

@@ -5,6 +5,7 @@ import type { CommonQueryMethods } from '../db/pool.js';
 import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
 import { confirmFromProvider } from './payments.js';
+import { requireIntentsCancelled } from './intent-cancellations.js';
 import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
 
 export type ExpiryOutcome =
@@ -22,9 +23,10 @@ export function recheckDelayMs(msPastExpiry: number): number {
 }
 
 /**
- * Expires a due HOLD unless a payment may be in flight. When the customer asked to pay, the provider is
- * asked first: `succeeded` confirms through the webhook's code path, `processing` or no answer keeps the
- * hold (re-checked with backoff) for up to PAYMENT_GRACE_S past holdExpiresAt.
+ * Expires a HOLD past holdExpiresAt unless a payment may be in flight. When the customer asked to pay, the
+ * provider is asked first: `succeeded` confirms through the webhook's code path, `processing` or no answer keeps
+ * the hold (re-checked with backoff: next_expiry_check_at) for up to PAYMENT_GRACE_S past holdExpiresAt.
+ * When to call it is the expiry loop's business (workers/expiry.ts claims holds whose next check is due).
  */
 export async function processExpiry(deps: Deps, bookingId: number): Promise<ExpiryOutcome> {
   // Common case (no payment asked for): decide and expire under one row lock.
@@ -33,8 +35,7 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
     // A HOLD always has holdExpiresAt (a table CHECK).
     if (!b || b.status !== 'HOLD' || !b.holdExpiresAt) return { kind: 'not_hold' };
     const now = deps.clock.now();
-    const checkAt = b.nextExpiryCheckAt ?? b.holdExpiresAt;
-    if (now < checkAt) return { kind: 'not_due', checkAt };
+    if (now < b.holdExpiresAt) return { kind: 'not_due', checkAt: b.holdExpiresAt };
     if (b.payRequestedAt) return { ask: b, expiresAt: b.holdExpiresAt };
     return expireLocked(tx, deps, b);
   });
@@ -50,7 +51,8 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
     for (const paid of intents.filter((i) => i.status === 'succeeded')) {
       const outcome = await confirmFromProvider(deps, {
         reference: String(b.id), paymentIntentId: paid.id, amount: paid.amount, currency: paid.currency,
-        providerTxnId: paid.providerTxnId ?? `intent:${paid.id}`,
+        // Keyed on the intent: a webhook of the same payment, before or after, is recognised as the same one.
+        providerTxnId: paid.providerTxnId ?? null,
       });
       if (outcome === 'confirmed') return { kind: 'confirmed' };
       // Refunded (wrong amount, …) or already recorded: this success does not keep the hold alive.
@@ -75,11 +77,15 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
   });
 }
 
-/** HOLD → EXPIRED on a booking the caller has locked: frees the inventory and writes booking.expired. */
+/**
+ * HOLD → EXPIRED on a booking the caller has locked: frees the inventory, writes booking.expired and, when a
+ * payment was asked for, the obligation to cancel its intents.
+ */
 async function expireLocked(tx: CommonQueryMethods, deps: Deps, b: Booking): Promise<ExpiryOutcome> {
   await transition(tx, b, 'EXPIRED');
   await applyInventoryEffect(tx, b, 'HOLD', 'EXPIRED', 'system:expiry');
   const now = deps.clock.now();
+  await requireIntentsCancelled(tx, b, now);
   await writeEvent(tx, 'booking.expired', now, { bookingId: b.id, customerId: b.customerId, kind: b.kind });
   return { kind: 'expired', lateMs: now.getTime() - (b.holdExpiresAt?.getTime() ?? now.getTime()), payRequested: b.payRequestedAt !== null };
 }

@@ -3,11 +3,12 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
 import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, statusOf, topicsOf } from '../helpers/bookings.js';
 import { holdCar, requestPay } from '../helpers/cars.js';
-import { expireNow } from '../helpers/expiry.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 import { PspClient } from '../../shared/psp/client.js';
-import { EXPIRY_QUEUE } from '../../shared/queues/registry.js';
+import { startExpiryLoops } from '../../workers/expiry.js';
+import { claimDueHolds } from '../../shared/db/bookings.js';
+import { expireNow, makeDue } from '../helpers/expiry.js';
 
 // A HOLD past holdExpiresAt becomes EXPIRED within 1 s, unless a payment may be in flight (provider asked).
 const HOLD_TTL_S = 2;
@@ -63,21 +64,30 @@ describe('expiry', () => {
     expect(await notificationsOf(h, b.id)).toEqual(['booking.expired/push', 'booking.expired/sms']);
   });
 
-  it('the sweeper expires a hold whose delayed job was removed', async () => {
-    const b = await holdCar(h);
-    const jobId = `expire-${b.id}-${b.holdExpiresAt.getTime()}`;
-    const queue = h.queues[EXPIRY_QUEUE]!;
-    const job = await waitFor(() => queue.getJob(jobId), 5000, 20);
-    expect(await job.isDelayed()).toBe(true);
-    await job.remove();
-    expect(await queue.getJob(jobId)).toBeUndefined();
-    expect(await statusOf(h, b.id)).toBe('HOLD');
+  it('concurrent claims of due holds are disjoint, and a claim leases the hold (its next check pushed forward)', async () => {
+    const holds = await Promise.all(Array.from({ length: 30 }, () => holdCar(h)));
+    await Promise.all(holds.map((b) => makeDue(h, b.id)));
+    const now = new Date();
+    const claims = await Promise.all([1, 2, 3].map(() => claimDueHolds(h.deps.db, now, 60_000, 20)));
+    const all = claims.flat();
+    expect(new Set(all).size).toBe(all.length);
+    const { rows } = await h.sql(`SELECT id::int, next_expiry_check_at AS at FROM booking WHERE id = ANY($1::bigint[])`, [all]);
+    for (const r of rows) expect(r.at.getTime()).toBe(now.getTime() + 60_000);
+  });
 
-    await waitStatus(b.id, 'EXPIRED');
-    const at = (await occurredAt(b.id, 'booking.expired'))!;
-    expect(at).toBeGreaterThanOrEqual(b.holdExpiresAt.getTime());
-    // The sweeper runs every second: caught within about one sweep.
-    expect(at - b.holdExpiresAt.getTime()).toBeLessThan(2500);
+  it('three expiry loops share the due holds: each expires once, none is worked twice at once', async () => {
+    // The harness runs one loop; two more here, as if three expiry processes ran.
+    const more = [startExpiryLoops(h.deps), startExpiryLoops(h.deps)];
+    try {
+      const holds = await Promise.all(Array.from({ length: 40 }, (_, i) => holdCar(h, { fromHours: 300 + i * 3 })));
+      await Promise.all(holds.map((b) => makeDue(h, b.id)));
+      await waitFor(async () => (await count(h, `SELECT 1 FROM booking WHERE id = ANY($1::bigint[]) AND status = 'EXPIRED'`, [holds.map((b) => b.id)])) === 40, 10_000);
+      const ids = holds.map((b) => String(b.id));
+      expect(await count(h, `SELECT 1 FROM outbox WHERE topic = 'booking.expired' AND message_key = ANY($1::text[])`, [ids])).toBe(40);
+      expect(await count(h, `SELECT 1 FROM booking WHERE id = ANY($1::bigint[]) AND next_expiry_check_at IS NOT NULL`, [holds.map((b) => b.id)])).toBe(0);
+    } finally {
+      await Promise.all(more.map((l) => l.stop()));
+    }
   });
 
   it('provider says processing at expiry: hold kept past holdExpiresAt, then a silent success confirms it (no webhook)', async () => {
