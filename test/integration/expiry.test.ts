@@ -75,7 +75,7 @@ describe('expiry', () => {
     for (const r of rows) expect(r.at.getTime()).toBe(now.getTime() + 60_000);
   });
 
-  it('three expiry loops share the due holds: each expires once, none is worked twice at once', async () => {
+  it('three expiry loops share the due holds: each expires exactly once', async () => {
     // The harness runs one loop; two more here, as if three expiry processes ran.
     const more = [startExpiryLoops(h.deps), startExpiryLoops(h.deps)];
     try {
