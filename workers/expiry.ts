@@ -5,7 +5,7 @@ import { logger } from '../shared/logger.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { processExpiry } from '../shared/usecases/expiry.js';
 import { cancelIntentsOf } from '../shared/usecases/intent-cancellations.js';
-import { claimDueHolds } from '../shared/db/bookings.js';
+import { claimDueHolds, deferExpiryCheck } from '../shared/db/bookings.js';
 import { claimDueIntentCancellations } from '../shared/db/intent-cancellations.js';
 import { expiryLag } from '../shared/metrics/work.js';
 import { drainByPolling, type PollOptions } from './wake.js';
@@ -42,8 +42,16 @@ async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T
 export async function expireDueHolds(deps: Deps): Promise<{ full: boolean; worked: boolean }> {
   const ids = await claimDueHolds(deps.db, deps.clock.now(), deps.config.EXPIRY_LEASE_S * 1000, BATCH);
   await eachLimited(ids, CONCURRENCY, async (id) => {
-    const outcome = await processExpiry(deps, id);
-    if (outcome.kind === 'expired') expiryLag.observe({ pay_requested: String(outcome.payRequested) }, Math.max(0, outcome.lateMs) / 1000);
+    try {
+      const outcome = await processExpiry(deps, id);
+      if (outcome.kind === 'expired') expiryLag.observe({ pay_requested: String(outcome.payRequested) }, Math.max(0, outcome.lateMs) / 1000);
+      // Claimed before its deadline (its next check was moved earlier by hand): checked again at the deadline, not after the lease.
+      if (outcome.kind === 'not_due') await deferExpiryCheck(deps.db, id, outcome.checkAt);
+    } catch (err) {
+      // A failed check (the database or a bug) is tried again in a second rather than after the whole lease.
+      await deferExpiryCheck(deps.db, id, new Date(deps.clock.now().getTime() + 1000)).catch(() => {});
+      throw err;
+    }
   });
   return { full: ids.length === BATCH, worked: ids.length > 0 };
 }

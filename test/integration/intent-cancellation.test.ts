@@ -5,6 +5,9 @@ import { count, drained, statusOf } from '../helpers/bookings.js';
 import { holdCar, requestPay, type Hold } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
+import { claimDueIntentCancellations } from '../../shared/db/intent-cancellations.js';
+import { cancelIntentsOf } from '../../shared/usecases/intent-cancellations.js';
+import type { PspClient } from '../../shared/psp/client.js';
 
 // Issue 8, item 4 (CONTRACT "Expiry"): a booking that leaves HOLD unpaid (EXPIRED, CANCELLED) has every payment
 // intent cancelled at the provider, retried until the provider answers; an intent found already succeeded is
@@ -134,5 +137,39 @@ describe('a booking that leaves HOLD unpaid has its intents cancelled', () => {
     await waitFor(async () => (await intentStatus(intentId)) === 'canceled', 15_000);
     await waitFor(async () => (await obligation(b.id))?.done_at, 5_000);
     expect(await count(h, `SELECT 1 FROM refund WHERE booking_id = $1`, [b.id])).toBe(0);
+  });
+});
+
+describe('an intent created while its booking leaves HOLD', () => {
+  // Its own service without loops: the test runs each attempt at the obligation itself.
+  let q: Harness;
+  beforeAll(async () => {
+    q = await startHarness({ env: { HOLD_RATE_LIMIT: '100000' } });
+  });
+  afterAll(async () => q?.close());
+
+  it('re-opens the obligation after the cancellation ran without it; /pay answers 409; the late intent is cancelled', async () => {
+    const b = await holdCar(q);
+    await sandbox(q).setFaults({ apiDelayMs: 1500 }); // the provider takes its time creating the intent
+    const pay = q.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
+    await waitFor(async () => (await q.sql(`SELECT pay_requested_at FROM booking WHERE id = $1`, [b.id])).rows[0].pay_requested_at, 5_000, 10);
+    const cancelled = await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} });
+    expect(cancelled.status, cancelled.text).toBe(200);
+    // The cancellation runs before the intent exists: the provider lists none for the booking.
+    const [claim] = await claimDueIntentCancellations(q.deps.db, new Date(), 30_000, 10);
+    expect(claim?.bookingId).toBe(b.id);
+    const nothingYet = Object.create(q.deps.psp) as PspClient;
+    nothingYet.listPaymentIntents = async () => [];
+    expect(await cancelIntentsOf({ ...q.deps, psp: nothingYet }, claim!)).toEqual({ kind: 'done', cancelled: 0, refunded: 0 });
+
+    const r = await pay; // the intent now exists at the provider, for a booking no longer a HOLD
+    expect(r.status, r.text).toBe(409);
+    const again = await q.sql(`SELECT done_at FROM intent_cancellation WHERE booking_id = $1`, [b.id]);
+    expect(again.rows[0].done_at).toBeNull();
+    await sandbox(q).resetFaults();
+    const [reclaim] = await claimDueIntentCancellations(q.deps.db, new Date(), 30_000, 10);
+    expect(await cancelIntentsOf(q.deps, reclaim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
+    const intents = (await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id));
+    expect(intents.map((i) => i.status)).toEqual(['canceled']);
   });
 });
