@@ -3,27 +3,33 @@ import { createDeps } from '../shared/runtime.js';
 import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import type { Deps } from '../shared/usecases/deps.js';
-import { processExpiry } from '../shared/usecases/expiry.js';
+import { expireNextDue, type ExpiryOutcome } from '../shared/usecases/expiry.js';
 import { cancelIntentsOf } from '../shared/usecases/intent-cancellations.js';
-import { claimDueHolds, deferExpiryCheck } from '../shared/db/bookings.js';
+import { deferExpiryCheck } from '../shared/db/bookings.js';
 import { claimDueIntentCancellations } from '../shared/db/intent-cancellations.js';
 import { expiryLag } from '../shared/metrics/work.js';
 import { drainByPolling, type PollOptions } from './wake.js';
 
 // The expiry process: two loops driven by PostgreSQL alone (CONTRACT "Expiry": nothing that must happen depends on
 // a job only Redis remembers). Each pass claims what is due — holds whose next_expiry_check_at has come, intents
-// owed a cancellation — with FOR UPDATE SKIP LOCKED and a lease (the due time pushed forward), so any number of
-// expiry processes share the work without two working the same row, and a killed process's claims come due again
-// once their lease is over. A hold's outcome sets its next check (kept) or clears it (EXPIRED, CONFIRMED).
+// owed a cancellation — with FOR UPDATE SKIP LOCKED, so any number of expiry processes share the work without two
+// working the same row. Work that outlives its transaction (asking the provider) holds a lease instead of the lock:
+// the due time pushed forward, so a killed process's claim comes due again once the lease is over. A hold's
+// outcome sets its next check (kept) or clears it (EXPIRED, CONFIRMED).
 
-/** Rows per claim, and how many are worked at once (provider calls overlap; the pool has 4 connections). */
+/** Intent cancellations per claim, and how many are worked at once (provider calls overlap; the pool has 4 connections). */
 const BATCH = 50;
 const CONCURRENCY = 8;
+/** Holds: lanes claiming one hold each at a time (one transaction per hold; more lanes than the pool's 4 connections keep them busy). */
+const HOLD_LANES = 8;
+/** Checks that ask the provider run beside the lanes (they may wait seconds on it), at most this many at once. */
+const MAX_ASKS = 32;
 /**
- * Holds: a pass every 50 ms while there is work, backing off to 200 ms idle — a hold is seen at most ~200 ms after
- * it is due (the contract: expired within 1 s). Intent cancellations are not that urgent.
+ * Holds: a pass every 25 ms while there is work, backing off to 100 ms idle — a hold is claimed at most ~100 ms
+ * after it is due (the contract: expired within 1 s); an idle poll is one probe of a partial index (10/s).
+ * Intent cancellations are not that urgent.
  */
-const HOLD_POLL: PollOptions = { busyMs: 50, idleMaxMs: 200 };
+const HOLD_POLL: PollOptions = { busyMs: 25, idleMaxMs: 100 };
 const INTENT_POLL: PollOptions = { busyMs: 100, idleMaxMs: 1000 };
 
 /** Runs `work` on every item, `limit` at a time; one item's failure is logged and does not stop the others. */
@@ -38,22 +44,46 @@ async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
 }
 
-/** One pass over the due holds: claim, then check each (expire, keep, or confirm). */
-export async function expireDueHolds(deps: Deps): Promise<{ full: boolean; worked: boolean }> {
-  const ids = await claimDueHolds(deps.db, deps.clock.now(), deps.config.EXPIRY_LEASE_S * 1000, BATCH);
-  await eachLimited(ids, CONCURRENCY, async (id) => {
-    try {
-      const outcome = await processExpiry(deps, id);
-      if (outcome.kind === 'expired') expiryLag.observe({ pay_requested: String(outcome.payRequested) }, Math.max(0, outcome.lateMs) / 1000);
-      // Claimed before its deadline (its next check was moved earlier by hand): checked again at the deadline, not after the lease.
-      if (outcome.kind === 'not_due') await deferExpiryCheck(deps.db, id, outcome.checkAt);
-    } catch (err) {
-      // A failed check (the database or a bug) is tried again in a second rather than after the whole lease.
-      await deferExpiryCheck(deps.db, id, new Date(deps.clock.now().getTime() + 1000)).catch(() => {});
-      throw err;
-    }
-  });
-  return { full: ids.length === BATCH, worked: ids.length > 0 };
+const observe = (outcome: ExpiryOutcome) => {
+  if (outcome.kind === 'expired') expiryLag.observe({ pay_requested: String(outcome.payRequested) }, Math.max(0, outcome.lateMs) / 1000);
+};
+
+/**
+ * The due holds: each pass, HOLD_LANES lanes claim and decide one due hold at a time (`expireNextDue`: SKIP LOCKED,
+ * the row lock is the claim) until none is due or a batch is done. A hold whose provider must be asked is leased
+ * and its check runs beside the lanes, so a slow or unreachable provider never holds up plain expiries.
+ */
+export function createHoldExpiry(deps: Deps) {
+  const asks = new Set<Promise<void>>();
+  const ask = (bookingId: number, check: () => Promise<ExpiryOutcome>) => {
+    const p: Promise<void> = check().then(observe, async (err) => {
+      logger.warn({ bookingId, err: String(err) }, 'expiry check failed; retried in 1 s');
+      // Sooner than the lease: a failed check (the database, a bug) is tried again in a second.
+      await deferExpiryCheck(deps.db, bookingId, new Date(deps.clock.now().getTime() + 1000)).catch(() => {});
+    }).finally(() => asks.delete(p));
+    asks.add(p);
+  };
+  return {
+    async pass(): Promise<{ full: boolean; worked: boolean }> {
+      let handled = 0;
+      const lane = async () => {
+        while (handled < BATCH) {
+          while (asks.size >= MAX_ASKS) await Promise.race(asks);
+          const r = await expireNextDue(deps, deps.config.EXPIRY_LEASE_S * 1000);
+          if (r === null) return;
+          handled++;
+          if ('done' in r) observe(r.done);
+          else ask(r.bookingId, r.ask);
+        }
+      };
+      await Promise.all(Array.from({ length: HOLD_LANES }, lane));
+      return { full: handled >= BATCH, worked: handled > 0 };
+    },
+    /** The checks still asking the provider. */
+    async drain(): Promise<void> {
+      while (asks.size) await Promise.all(asks);
+    },
+  };
 }
 
 /** One pass over the due intent cancellations. */
@@ -68,10 +98,12 @@ export async function cancelDueIntents(deps: Deps): Promise<{ full: boolean; wor
 
 /** Starts both loops; `stop` lets the passes in flight finish. */
 export function startExpiryLoops(deps: Deps) {
-  const loops = [drainByPolling(() => expireDueHolds(deps), HOLD_POLL), drainByPolling(() => cancelDueIntents(deps), INTENT_POLL)];
+  const holds = createHoldExpiry(deps);
+  const loops = [drainByPolling(() => holds.pass(), HOLD_POLL), drainByPolling(() => cancelDueIntents(deps), INTENT_POLL)];
   return {
     async stop() {
       await Promise.all(loops.map((l) => l.stop()));
+      await holds.drain();
     },
   };
 }

@@ -169,21 +169,13 @@ export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: D
 }
 
 /**
- * Claims up to `limit` due HOLDs for one expiry process: locks them SKIP LOCKED (another process's claim in
- * flight is passed over, not waited for) and pushes their next check to now + `leaseMs`, so no other process
- * takes them while this one works them, and a claim whose process died comes due again once the lease is over.
- * The worker's outcome then sets the next check (kept) or clears it (EXPIRED, CONFIRMED).
+ * Locks the HOLD whose next expiry check is the most overdue, passing over rows another transaction holds (SKIP
+ * LOCKED): concurrent expiry processes each get a different one and never wait on each other. Null when none is due.
  */
-export async function claimDueHolds(db: CommonQueryMethods, now: Date, leaseMs: number, limit: number): Promise<number[]> {
-  const rows = await db.any(sql.type(z.object({ id: z.number() }))`
-    UPDATE booking SET next_expiry_check_at = ${new Date(now.getTime() + leaseMs).toISOString()}::timestamptz
-    WHERE id IN (
-      SELECT id FROM booking
-      WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
-      ORDER BY next_expiry_check_at LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED)
-    RETURNING id`);
-  return rows.map((r) => r.id);
+export async function lockNextDueHold(db: CommonQueryMethods, now: Date): Promise<Booking | null> {
+  return db.maybeOne(sql.type(bookingRow)`
+    ${select} WHERE b.status = 'HOLD' AND b.next_expiry_check_at <= ${now.toISOString()}::timestamptz
+    ORDER BY b.next_expiry_check_at LIMIT 1 FOR UPDATE OF b SKIP LOCKED`);
 }
 
 const bookingMoney = z.object({
