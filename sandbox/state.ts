@@ -29,6 +29,8 @@ export const faultsSchema = z.object({
   apiDown: z.boolean(),
   refundOutcome: z.enum(refundStatuses),
   refundSettleMs: z.number().int().min(0),
+  /** GET /v1/payment_intents?reference= answers intents without their providerTxnId. */
+  listWithoutTxnId: z.boolean(),
 });
 export type SandboxFaults = z.infer<typeof faultsSchema>;
 export const defaultFaults: Readonly<SandboxFaults> = Object.freeze({
@@ -41,6 +43,7 @@ export const defaultFaults: Readonly<SandboxFaults> = Object.freeze({
   apiDown: false,
   refundOutcome: 'succeeded',
   refundSettleMs: 500,
+  listWithoutTxnId: false,
 });
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;

@@ -60,7 +60,20 @@ export function v1Routes(
   });
   api.get('/payment_intents', (ctx) => {
     const reference = typeof ctx.query.reference === 'string' ? ctx.query.reference : undefined;
-    ctx.body = { data: [...state.intents.values()].filter((i) => reference === undefined || i.reference === reference) };
+    const data = [...state.intents.values()].filter((i) => reference === undefined || i.reference === reference);
+    // Like a list that does not expand the charge: the caller learns the success but not its transaction id.
+    ctx.body = { data: faults.listWithoutTxnId ? data.map((i) => ({ ...i, providerTxnId: null })) : data };
+  });
+  // Any intent but a succeeded one can be cancelled (again: idempotent); a cancelled intent can no longer be paid.
+  api.post('/payment_intents/:id/cancel', (ctx) => {
+    const intent = findIntent(state, ctx.params.id!);
+    if (intent.status === 'succeeded') {
+      ctx.status = 409;
+      ctx.body = { error: { code: 'intent_succeeded', message: 'the payment intent has already succeeded' }, intent };
+      return;
+    }
+    transitions.cancel(intent);
+    ctx.body = intent;
   });
   api.get('/payment_intents/:id', (ctx) => {
     ctx.body = findIntent(state, ctx.params.id!);

@@ -24,6 +24,8 @@ const schema = z.object({
   HOLD_RATE_LIMIT: int(3, 1),
   HOLD_RATE_WINDOW_S: int(900, 1),
   PAYMENT_GRACE_S: int(600),
+  /** How long an expiry process's claim on a due hold or intent cancellation lasts (a dead process's claim comes due again after it). */
+  EXPIRY_LEASE_S: int(30, 1),
   SEARCH_CACHE_TTL_S: int(30),
   QUOTE_TTL_S: int(900, 1),
   DASHBOARD_USER: z.string().default('admin'),

@@ -31,6 +31,7 @@ const intentListSchema = z.object({ data: z.array(paymentIntentSchema) });
 export const listedRefundSchema = refundSchema.extend({ paymentIntentId: z.string(), reference: z.string() });
 const refundListSchema = z.object({ data: z.array(listedRefundSchema) });
 export type ListedRefund = z.infer<typeof listedRefundSchema>;
+const cancelConflictSchema = z.object({ intent: paymentIntentSchema });
 
 export type PaymentIntent = z.infer<typeof paymentIntentSchema>;
 export type PaymentIntentStatus = PaymentIntent['status'];
@@ -135,6 +136,20 @@ export class PspClient {
   async listPaymentIntents(reference: string): Promise<PaymentIntent[]> {
     const path = `/v1/payment_intents?reference=${encodeURIComponent(reference)}`;
     return (await this.request('GET', path, intentListSchema)).data;
+  }
+
+  /**
+   * Cancels an intent: the intent, now `canceled` (also when it already was). When it has already succeeded the
+   * provider answers 409 with the intent: that intent is returned (status `succeeded`) rather than thrown.
+   */
+  async cancelIntent(id: string): Promise<PaymentIntent> {
+    try {
+      return await this.request('POST', `/v1/payment_intents/${encodeURIComponent(id)}/cancel`, paymentIntentSchema, {});
+    } catch (e) {
+      const intent = e instanceof ProviderRejectedError && e.status === 409 ? cancelConflictSchema.safeParse(e.body) : null;
+      if (intent?.success && intent.data.intent.status === 'succeeded') return intent.data.intent;
+      throw e;
+    }
   }
 
   /**

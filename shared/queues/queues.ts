@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { currentCorrelation, traceparentFor, type Correlation } from '../correlation.js';
 import type { Config } from '../config.js';
 import {
-  EXPIRY_QUEUE, QUEUES, QUEUE_NAMES, SCHEDULED_JOB_OPTIONS, SCHEDULES, expiryJobId,
-  type JobData, type QueueName, type QueuedJob, type ScheduleId,
+  QUEUES, QUEUE_NAMES, SCHEDULED_JOB_OPTIONS, SCHEDULES,
+  type QueueName, type QueuedJob, type ScheduleId,
 } from './registry.js';
 
 /** BullMQ wants blocking connections that retry forever (producers and workers alike). */
@@ -42,16 +42,6 @@ export function correlationOf(data: unknown): Correlation | undefined {
 
 /** A job's data: its payload and, beside it, the correlation it was enqueued in (the payload schemas ignore those fields). */
 const dataWith = (data: object, c: Correlation | undefined) => (c ? { ...data, requestId: c.requestId, traceparent: c.traceparent } : data);
-
-/** Adds a job carrying the correlation of the work adding it. */
-function addJob<Q extends QueueName>(queues: Queues, queue: Q, name: string, data: JobData<Q>, opts: { jobId: string; delay?: number; removeOnComplete?: boolean; removeOnFail?: boolean }) {
-  return queues[queue].add(name, dataWith(data, currentCorrelation()), opts);
-}
-
-/** The expiry check of a hold at `at` (a no-op when that check is already queued). */
-export async function scheduleExpiry(queues: Queues, bookingId: number, at: Date, now = Date.now()): Promise<void> {
-  await addJob(queues, EXPIRY_QUEUE, 'expire', { bookingId }, { jobId: expiryJobId(bookingId, at), delay: Math.max(0, at.getTime() - now) });
-}
 
 /** A job to add, with the correlation (request id) it belongs to, if any. */
 export type CorrelatedJob = QueuedJob & { correlation?: Correlation };

@@ -8,17 +8,13 @@ import type { PublishedEvent } from '../events/payloads.js';
 // backoff, the ids its jobs get, and the repeatable jobs (schedules) it runs. Producers (the outbox pump,
 // sweeps), workers, the dashboard and the queue-depth gauges all read it from here.
 
-export const EXPIRY_QUEUE = 'expiry';
 export const MAINTENANCE_QUEUE = 'maintenance';
 
 const id = z.number().int().positive();
 /** A schedule's tick: re-create from the database any job Redis lost. */
 const sweep = z.object({ sweep: z.literal(true) });
 
-/** 250 ms doubling, capped at 30 s. */
-const expiryBackoffMs = (attemptsMade: number) => Math.min(30_000, 250 * 2 ** Math.max(0, attemptsMade - 1));
-
-interface QueueSpec {
+export interface QueueSpec {
   payload: z.ZodTypeAny;
   defaultJobOptions: JobsOptions;
   /** For job options `backoff: {type: <queue name>}`: the delay before retry number `attemptsMade`. */
@@ -26,13 +22,6 @@ interface QueueSpec {
 }
 
 export const QUEUES = {
-  [EXPIRY_QUEUE]: {
-    payload: z.object({ bookingId: id }).or(sweep),
-    // A failing check (database down, a bug) retries every ≤ 30 s for days instead of giving up: a job left
-    // in the failed set would block the sweep's re-add (same job id) and the hold would never expire.
-    defaultJobOptions: { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 20_000, backoff: { type: EXPIRY_QUEUE } },
-    backoffMs: expiryBackoffMs,
-  },
   /** Housekeeping on a schedule (purging old idempotency keys and long-expired quotes). */
   [MAINTENANCE_QUEUE]: {
     payload: z.object({ task: z.enum(['purge-idempotency-keys', 'purge-quotes']) }),
@@ -46,8 +35,6 @@ export type JobData<Q extends QueueName> = z.infer<(typeof QUEUES)[Q]['payload']
 
 // ---- job ids: derived from what the job is about, so adding the same job twice adds it once ----
 
-/** One job per (hold, check time): re-adding the same check is a no-op, a deferred check is a new job. */
-export const expiryJobId = (bookingId: number, at: Date) => `expire-${bookingId}-${at.getTime()}`;
 /** A job to add: its queue, name, data and options (the job id among them). */
 export interface QueuedJob<Q extends QueueName = QueueName> {
   queue: Q;
@@ -64,10 +51,6 @@ export interface QueuedJob<Q extends QueueName = QueueName> {
  */
 export function jobsForEvent(e: PublishedEvent, now: number): QueuedJob[] {
   const jobs: QueuedJob[] = [];
-  if (e.type === 'booking.held') {
-    const at = new Date(e.holdExpiresAt);
-    jobs.push({ queue: EXPIRY_QUEUE, name: 'expire', data: { bookingId: e.bookingId }, opts: { jobId: expiryJobId(e.bookingId, at), delay: Math.max(0, at.getTime() - now) } });
-  }
   return jobs;
 }
 
@@ -81,8 +64,6 @@ interface ScheduleSpec<Q extends QueueName = QueueName> {
 const schedule = <Q extends QueueName>(s: ScheduleSpec<Q>) => s;
 
 export const SCHEDULES = {
-  /** Safety net for holds whose delayed expiry job was lost (Redis flushed, enqueue failed after commit). */
-  'expiry-sweep': schedule({ queue: EXPIRY_QUEUE, everyMs: 1000, job: { name: 'sweep', data: { sweep: true } } }),
   'idempotency-purge': schedule({
     queue: MAINTENANCE_QUEUE, everyMs: 3_600_000, job: { name: 'purge-idempotency-keys', data: { task: 'purge-idempotency-keys' } },
   }),

@@ -8,12 +8,12 @@ const ev = (type: string, payload: Record<string, unknown>) =>
 describe('jobsForEvent (what the outbox pump adds per event)', () => {
   const now = Date.parse('2030-01-01T00:00:00.000Z');
 
-  it('booking.held: the expiry check at holdExpiresAt, its id from the hold and the instant', () => {
+  it('booking.held: no job (holds expire by the expiry process\'s PostgreSQL loop, not a job only Redis remembers)', () => {
     const jobs = jobsForEvent(ev('booking.held', {
       bookingId: 7, customerId: 1, kind: 'car', carId: 3, from: '2030-01-02T00:00:00Z', to: '2030-01-03T00:00:00Z',
       holdExpiresAt: '2030-01-01T00:15:00.000Z', depositAmount: 5, currency: 'VND',
     }), now);
-    expect(jobs).toEqual([{ queue: 'expiry', name: 'expire', data: { bookingId: 7 }, opts: { jobId: `expire-7-${now + 900_000}`, delay: 900_000 } }]);
+    expect(jobs).toEqual([]);
   });
 
   it('refund.requested and notified events: no jobs (refunds and notifications are PostgreSQL rows, issue 8)', () => {
