@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { currency, dateOut, id, isoDate, money, queryInt, text } from './common.js';
+import { currency, dateOut, deposit, id, isoDate, money, queryInt, text } from './common.js';
 
 /** POST /hotels */
 export const createHotelBody = z.object({
@@ -11,7 +11,7 @@ export const createHotelBody = z.object({
 
 /** POST /hotels/{hotelId}/room-types */
 export const createRoomTypeBody = z.object({
-  name: text(200), depositAmount: money, currency: currency.default('VND'), maxGuests: z.number().int().min(1).max(100).default(2),
+  name: text(200), depositAmount: deposit, currency: currency.default('VND'), maxGuests: z.number().int().min(1).max(100).default(2),
 });
 
 /** GET /room-types/{roomTypeId}/inventory and …/audit: nights [from, to) */
