@@ -78,7 +78,7 @@ const TEMPLATES: Record<string, (f: Fixtures) => Template> = {
   createRoomType: (f) => ({ params: { hotelId: String(f.hotelId) }, body: { name: 'Twin', depositAmount: 300_000, currency: 'VND', maxGuests: 2 } }),
   setInventory: (f) => ({ params: { roomTypeId: String(f.roomTypeId) }, body: { from: day(30), to: day(32), sellable: 5, reason: 'fuzz' }, kinds: dateKinds }),
   getInventory: (f) => ({ params: { roomTypeId: String(f.roomTypeId) }, query: { from: day(1), to: day(30) }, kinds: dateKinds }),
-  getInventoryAudit: (f) => ({ params: { roomTypeId: String(f.roomTypeId) }, query: { from: day(1), to: day(30), limit: '10' }, kinds: dateKinds }),
+  getInventoryAudit: (f) => ({ params: { roomTypeId: String(f.roomTypeId) }, query: { from: day(1), to: day(30), limit: '10', cursor: Buffer.from('{"a":0,"x":[],"l":0}').toString('base64url') }, kinds: dateKinds }),
   createRatePlan: (f) => ({ params: { roomTypeId: String(f.roomTypeId) }, body: { name: 'Fuzz plan' } }),
   setCalendar: (f) => ({ params: { ratePlanId: String(f.ratePlanId) }, body: { from: day(40), to: day(42), reason: 'fuzz', price: 700_000, minStay: 1 }, kinds: dateKinds }),
   getCalendar: (f) => ({ params: { ratePlanId: String(f.ratePlanId) }, query: { from: day(1), to: day(30) }, kinds: dateKinds }),

@@ -15,7 +15,7 @@ describe('rediss:// is TLS everywhere', () => {
   });
 
   it('an IP address gets TLS without SNI; redis:// stays plain', () => {
-    expect(queueConnection('rediss://10.0.0.5:6380').tls).toEqual({});
+    expect((queueConnection('rediss://10.0.0.5:6380') as Record<string, unknown>).tls).toEqual({});
     expect(queueConnection('rediss://[::1]:6380')).toMatchObject({ host: '::1', tls: {} });
     expect('tls' in queueConnection('redis://127.0.0.1:6379/5')).toBe(false);
     expect(redisTls('redis://cache.internal:6379')).toEqual({});
