@@ -26,6 +26,9 @@ const schema = z.object({
   PAYMENT_GRACE_S: int(600),
   SEARCH_CACHE_TTL_S: int(30),
   QUOTE_TTL_S: int(900, 1),
+  // Not in the contract: days settled outbox, webhook_inbox and notification rows are kept before the maintenance
+  // worker purges them (never an unpublished outbox row).
+  RETENTION_DAYS: int(7, 1),
   DASHBOARD_USER: z.string().default('admin'),
   DASHBOARD_PASSWORD: optionalString,
   NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
