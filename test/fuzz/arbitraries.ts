@@ -94,7 +94,7 @@ export const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 2, arbitrary: hostileDate },
   { weight: 1, arbitrary: fc.constantFrom(null, true, false, [], {}, [1], { a: 1 }, [null]) },
   { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
-  { weight: 1, arbitrary: fc.constantFrom(deep(5_000, '[', ']'), deep(200, '[', ']'), new RawJson(`${'{"a":'.repeat(3_000)}1${'}'.repeat(3_000)}`)) },
+  { weight: 1, arbitrary: fc.constantFrom(deep(100_000, '[', ']'), deep(33, '[', ']'), deep(32, '[', ']'), new RawJson(`${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}`)) },
   { weight: 1, arbitrary: fc.constant(new RawJson(JSON.stringify('y'.repeat(200_000)))) },
 );
 

@@ -112,6 +112,18 @@ describe('hostile input is 400, never 500, and writes nothing (item 7)', () => {
     await expect400(() => h.req('POST', '/hotels', { token: operatorToken(h), body: { name: 'a\u001bb', city: 'HCM', timezone: 'UTC' } }), 'name');
   });
 
+  it('a body nested 10,000 deep on a hold with an Idempotency-Key (its request hash overflowed the stack: 500)', async () => {
+    const c = newCustomer(h);
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    const raw = `{"carId":${carId},"from":"2031-05-01T10:00:00Z","to":"2031-05-01T12:00:00Z","pad":${deep}}`;
+    await expect400(() => h.req('POST', '/bookings', { token: c.token, raw, headers: { 'content-type': 'application/json', 'idempotency-key': 'deep-1' } }), 'body');
+    expect((await h.sql(`SELECT count(*)::int AS n FROM idempotency_key WHERE key = 'deep-1'`)).rows[0].n).toBe(0);
+    // 32 levels are fine; strings that look like brackets are not nesting.
+    const ok = `{"carId":${carId},"from":"2031-05-02T10:00:00Z","to":"2031-05-02T12:00:00Z","pad":${'['.repeat(31)}"[[[[{{{{\\\"["${']'.repeat(31)}}`;
+    const r = await h.req('POST', '/bookings', { token: c.token, raw: ok, headers: { 'content-type': 'application/json', 'idempotency-key': 'deep-2' } });
+    expect(r.status, r.text).toBe(201);
+  });
+
   it('a validly signed webhook whose event id holds a NUL', async () => {
     const event = paymentSucceeded(999_999, 1, { id: 'evt_\u0000' });
     await expect400(() => signedWebhook(h, event, { t: Math.floor(clock.now().getTime() / 1000) }), 'id');
