@@ -143,6 +143,11 @@ describe('smaller refusals and acknowledgements (item 10)', () => {
     const hotel = await stays.hotel();
     await expect400(() => h.req('POST', `/hotels/${hotel.id}/room-types`, { token: operatorToken(h), body: { name: 'Free', depositAmount: 0 } }), 'depositAmount');
     await expect400(() => h.req('POST', '/cars', { token: hostToken(h), raw: '{"plate":"ZERO-2","model":"M","city":"HN","dailyPrice":1,"depositAmount":-0}', headers: { 'content-type': 'application/json' } }), 'depositAmount');
+    // The database refuses it too (migration 014), whoever writes the row.
+    await expect(h.sql(`INSERT INTO car (host_id, plate, model, city, daily_price, deposit_amount, currency, turnaround_minutes)
+      VALUES (1, 'ZERO-3', 'M', 'HN', 1, 0, 'VND', 0)`)).rejects.toThrow(/car_deposit_positive/);
+    await expect(h.sql(`INSERT INTO room_type (hotel_id, name, deposit_amount, currency, max_guests) VALUES ($1, 'Free', 0, 'VND', 2)`, [hotel.id]))
+      .rejects.toThrow(/room_type_deposit_positive/);
   });
 
   it('a stay (no rate plan) cannot be held for a checkIn before today in the hotel\'s zone', async () => {
