@@ -2,18 +2,20 @@ import { Queue, type ConnectionOptions } from 'bullmq';
 import { z } from 'zod';
 import { currentCorrelation, traceparentFor, type Correlation } from '../correlation.js';
 import type { Config } from '../config.js';
+import { redisTls } from '../redis-tls.js';
 import {
   QUEUES, QUEUE_NAMES, SCHEDULED_JOB_OPTIONS, SCHEDULES,
   type QueueName, type QueuedJob, type ScheduleId,
 } from './registry.js';
 
-/** BullMQ wants blocking connections that retry forever (producers and workers alike). */
+/** BullMQ wants blocking connections that retry forever (producers and workers alike); TLS as the URL says. */
 export function queueConnection(url: string): ConnectionOptions {
   const u = new URL(url);
   return {
-    host: u.hostname, port: Number(u.port || 6379), db: Number(u.pathname.slice(1) || 0),
-    username: u.username || undefined, password: u.password ? decodeURIComponent(u.password) : undefined,
+    host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379), db: Number(u.pathname.slice(1) || 0),
+    username: u.username ? decodeURIComponent(u.username) : undefined, password: u.password ? decodeURIComponent(u.password) : undefined,
     maxRetriesPerRequest: null,
+    ...redisTls(url),
   };
 }
 
