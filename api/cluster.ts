@@ -13,7 +13,9 @@ export async function runApiWorkers(n: number): Promise<void> {
   await runProcess('api', async () => {
     let stopping = false;
     const fork = () => {
-      const w = cluster.fork();
+      // A worker's supervisor is this process (shared/supervision.ts): with the supervisor's pid inherited from
+      // `npm start`, a worker (whose parent is this process) took itself for orphaned and exited at once.
+      const w = cluster.fork(process.env.SUPERVISOR_PID ? { SUPERVISOR_PID: String(process.pid) } : {});
       w.on('exit', (code, signal) => {
         if (stopping) return;
         logger.warn({ code, signal }, 'api worker exited; starting another in 1 s');

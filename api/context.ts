@@ -20,5 +20,6 @@ export interface ApiState {
   actor?: Actor;
   rawBody?: string;
   body?: unknown;
-  bodyInvalid?: boolean;
+  /** Why the body is not acceptable JSON (not JSON, or nested too deeply); judged by jsonBody. */
+  bodyInvalid?: string;
 }

@@ -3,6 +3,7 @@ import type { DatabasePool } from '../shared/db/pool.js';
 import type { Config } from '../shared/config.js';
 import { outboxBacklog } from '../shared/db/outbox.js';
 import { pendingRefundStats } from '../shared/db/refunds.js';
+import { unsentNotificationStats } from '../shared/db/notifications.js';
 import { valueWithin } from '../shared/async.js';
 import { closeQueues, openQueues } from '../shared/queues/queues.js';
 import type { Metrics } from './metrics.js';
@@ -51,5 +52,8 @@ export function registerOpsGauges(metrics: Metrics, db: DatabasePool, config: Co
   gauge('refunds_pending', 'Refunds PENDING at the provider', refunds, (r) => r.pending);
   gauge('refunds_pending_oldest_age_seconds', 'Age of the oldest PENDING refund (0: none)', refunds, (r) => r.oldestAgeSeconds);
   gauge('refunds_pending_over_1h', 'Refunds PENDING for over an hour', refunds, (r) => r.overOneHour);
+  const notifications = perScrape(() => unsentNotificationStats(db));
+  gauge('notifications_unsent', 'Notifications (sms, push) written with their event and not sent yet', notifications, (n) => n.unsent);
+  gauge('notifications_unsent_oldest_age_seconds', 'Age of the oldest unsent notification (0: none)', notifications, (n) => n.oldestAgeSeconds);
   return () => closeQueues(queues);
 }

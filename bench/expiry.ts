@@ -4,23 +4,22 @@
  *   npm run bench:expiry
  *   HOLDS=200 HOLD_TTL_S=3 npm run bench:expiry        # quick smoke run
  *
- * Runs in this process, as test/helpers/harness.ts does: the expiry worker, its 1 s sweeper and the outbox
- * pump's dispatch lane (which turns each committed booking.held event into the delayed expiry job). HOLDS holds are made
+ * Runs in this process, as test/helpers/harness.ts does: the expiry process's PostgreSQL loops (workers/expiry.ts:
+ * claim due holds, expire them) and the outbox pump's dispatch lane (the notifications of booking.expired). HOLDS holds are made
  * through the holdBooking use case (DB + outbox, no HTTP), evenly over SPREAD_S seconds, so their
  * holdExpiresAt (= creation + HOLD_TTL_S) are spread the same way.
  *
  * Env (defaults): HOLDS (1000), HOLD_TTL_S (5), SPREAD_S (3), CREATE_CONCURRENCY (16), WAIT_S (20) after the
  * last holdExpiresAt, KEEP_DB (0), BENCH_STRICT (0). Target: p99 lag ≤ 1 s, every hold expired.
  */
-import type { Worker } from 'bullmq';
 import pg from 'pg';
 import { parseConfig } from '../shared/config.js';
 import { createDeps } from '../shared/runtime.js';
 import { holdBooking } from '../shared/usecases/holds.js';
-import { startWorker, type WorkerDeps } from '../workers/runner.js';
-import { expiryWorker } from '../workers/expiry.js';
+import type { WorkerDeps } from '../workers/runner.js';
+import { startExpiryLoops } from '../workers/expiry.js';
 import { startPump } from '../workers/pump.js';
-import { openQueues, upsertSchedule } from '../shared/queues/queues.js';
+import { openQueues } from '../shared/queues/queues.js';
 import {
   cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, sleep, summarize, verdict,
 } from './lib.js';
@@ -46,13 +45,13 @@ async function main() {
   const base = await createDeps(config);
   const queues = openQueues(config);
   const deps: WorkerDeps = { ...base, queues };
-  const workers: Worker[] = [];
+  let expiryLoops: { stop(): Promise<void> } | null = null;
   let dispatcher: { stop(): Promise<void> } | null = null;
   const sqlPool = new pg.Pool({ connectionString: db.url, max: 2 });
 
   const cleanup = cleanupOnSignal(async () => {
     await dispatcher?.stop().catch(() => {});
-    await Promise.all(workers.map((w) => w.close().catch(() => {})));
+    await expiryLoops?.stop().catch(() => {});
     for (const q of Object.values(queues)) {
       await q.obliterate({ force: true }).catch(() => {});
       await q.close().catch(() => {});
@@ -68,8 +67,7 @@ async function main() {
       INSERT INTO car (host_id, plate, model, city, daily_price, deposit_amount, currency, turnaround_minutes)
       SELECT 1, 'EXP-' || g, 'Model', 'Hanoi', 500000, 2000000, 'VND', 120 FROM generate_series(1, $1::int) g`, [HOLDS]);
 
-    workers.push(startWorker(expiryWorker, deps));
-    await upsertSchedule(queues, 'expiry-sweep');
+    expiryLoops = startExpiryLoops(deps);
     dispatcher = startPump(base.prepared, { jobs: { queues } });
     await sleep(500); // let the workers come up
 
@@ -166,7 +164,7 @@ async function main() {
     const dueSpan = (byDue[byDue.length - 1]!.due - byDue[0]!.due) / 1000;
     console.log(`  (diag) first 10% due: lag p50 ${fmt(first.p50, 0)} ms, last 10% due: lag p50 ${fmt(last.p50, 0)} ms` +
       ` — holds fell due over ${fmt(dueSpan, 2)}s (${fmt(byDue.length / dueSpan, 0)}/s) and expired over ${fmt(expiredSpan, 2)}s (${fmt(byDue.length / expiredSpan, 0)}/s)`);
-    console.log(`  (diag) this process (expiry worker + dispatcher + sweeper) used ${fmt((cpu.user + cpu.system) / 1e6 / windowS, 2)} cores during the ${fmt(windowS, 1)}s expiry window,` +
+    console.log(`  (diag) this process (expiry loops + dispatcher) used ${fmt((cpu.user + cpu.system) / 1e6 / windowS, 2)} cores during the ${fmt(windowS, 1)}s expiry window,` +
       ` ${fmt((cpu.user + cpu.system) / 1000 / Math.max(1, byDue.length), 2)} ms CPU per expired hold`);
     const missing = expiresAt.size - ev.n;
     console.log(`\nholds: ${expiresAt.size} created, ${ev.n} expired, ${missing} not expired within ${WAIT_S}s of the last holdExpiresAt` +

@@ -23,8 +23,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, statSync, unlinkSync } from 'node:fs';
-import http from 'node:http';
 import autocannon from 'autocannon';
+import { openLoop } from './open-loop.js';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { createDb, type CommonQueryMethods, type DatabasePool } from '../shared/db/pool.js';
@@ -147,58 +147,18 @@ async function cannon(api: Api, secret: string, label: string, opts: { durationS
 }
 
 /**
- * Open-loop generator: request i is due at t0 + i/rate whatever happened before, latency is measured from
- * that due time (no coordinated omission). autocannon's overallRate instead lets each connection fire its
- * share of the second back to back and then sleep until the next second: bursts, not a steady 300/s.
+ * Open-loop generator (bench/open-loop.ts): request i is due at t0 + i/rate whatever happened before, latency is
+ * measured from that due time (no coordinated omission). autocannon's overallRate instead lets each connection fire
+ * its share of the second back to back and then sleep until the next second: bursts, not a steady 300/s.
  */
 async function paced(api: Api, secret: string, label: string, rate: number, durationS: number): Promise<RunResult> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
-  const { hostname, port } = new URL(api.url);
-  const latencies: number[] = [];
-  const statuses = new Map<string, number>();
-  const inflight = new Set<Promise<void>>();
   const cpu0 = api.cpuSeconds();
   const bench0 = process.cpuUsage();
-  const fire = (due: number) => {
-    const body = holdBody();
-    const p = new Promise<void>((resolve) => {
-      const req = http.request({
-        agent, hostname, port, method: 'POST', path: '/bookings', timeout: 10_000,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: `Bearer ${customerToken(secret)}` },
-      }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          latencies.push(performance.now() - due);
-          statuses.set(String(res.statusCode), (statuses.get(String(res.statusCode)) ?? 0) + 1);
-          resolve();
-        });
-      });
-      req.on('error', () => {
-        statuses.set('conn-error', (statuses.get('conn-error') ?? 0) + 1);
-        resolve();
-      });
-      req.end(body);
-    });
-    inflight.add(p);
-    void p.then(() => inflight.delete(p));
-  };
-  const interval = 1000 / rate;
-  const t0 = performance.now();
-  const end = t0 + durationS * 1000;
-  let sent = 0;
-  while (performance.now() < end) {
-    const now = performance.now();
-    while (t0 + sent * interval <= now && t0 + sent * interval < end) fire(t0 + sent++ * interval);
-    await new Promise((r) => setImmediate(r));
-    if (performance.now() - now < 0.5) await sleep(1);
-  }
-  await Promise.all(inflight);
-  const elapsed = (performance.now() - t0) / 1000;
-  agent.destroy();
+  const r = await openLoop(api.url, rate, durationS, () => ({ method: 'POST', path: '/bookings', token: customerToken(secret), body: holdBody() }));
   const bench = process.cpuUsage(bench0);
   return {
-    label, durationS: elapsed, sent, statuses, latency: summarize(latencies),
-    apiCores: cpuSince(api, cpu0, elapsed), benchCores: (bench.user + bench.system) / 1e6 / elapsed,
+    label, durationS: r.seconds, sent: r.sent, statuses: r.outcomes, latency: r.latency,
+    apiCores: cpuSince(api, cpu0, r.seconds), benchCores: (bench.user + bench.system) / 1e6 / r.seconds,
   };
 }
 

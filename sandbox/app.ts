@@ -10,6 +10,7 @@ import { errorResponses } from './http.js';
 import { v1Guard, v1Routes } from './v1-api.js';
 import { checkoutPages } from './checkout-pages.js';
 import { controlRoutes } from './control.js';
+import { refundRoutes } from './refunds.js';
 import { defaultFaults, type SandboxFaults, type SandboxState } from './state.js';
 
 export { defaultFaults } from './state.js';
@@ -45,7 +46,8 @@ export function createPspSandbox(options: PspSandboxOptions) {
   const app = new Koa();
   app.use(errorResponses(log));
   app.use(v1Guard(faults, apiKey, background));
-  const routers = [v1Routes(state, faults, transitions, settings), checkoutPages(state, transitions), controlRoutes(state, faults, transitions, webhooks, background)];
+  const refunds = refundRoutes(state, faults, transitions, background);
+  const routers = [v1Routes(state, faults, transitions, settings), refunds.api, refunds.control, checkoutPages(state, transitions), controlRoutes(state, faults, transitions, webhooks, background)];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());
 
   return {

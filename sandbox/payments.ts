@@ -48,6 +48,11 @@ export function createTransitions(faults: SandboxFaults, webhooks: Webhooks, bac
     }
   }
 
-  return { settleSucceeded, succeed, fail, markProcessing, settleRefund, refundCreated };
+  /** Cancelled: a processing payment waiting to settle (see `succeed`) no longer does. */
+  function cancel(intent: SandboxIntent): void {
+    intent.status = 'canceled';
+  }
+
+  return { settleSucceeded, succeed, fail, markProcessing, settleRefund, refundCreated, cancel };
 }
 export type Transitions = ReturnType<typeof createTransitions>;

@@ -41,6 +41,8 @@ export const faultsSchema = z.object({
   webhookJitterMs: z.number().int().min(0).max(600_000),
   /** Per-endpoint injected answers (sandbox/fault-rules.ts). */
   answers: z.array(answerRuleSchema),
+  /** GET /v1/payment_intents?reference= answers intents without their providerTxnId. */
+  listWithoutTxnId: z.boolean(),
 });
 export type SandboxFaults = z.infer<typeof faultsSchema>;
 export const defaultFaults: Readonly<SandboxFaults> = Object.freeze({
@@ -56,6 +58,7 @@ export const defaultFaults: Readonly<SandboxFaults> = Object.freeze({
   webhookLossRate: 0,
   webhookJitterMs: 0,
   answers: [],
+  listWithoutTxnId: false,
 });
 
 export const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`;

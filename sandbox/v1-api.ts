@@ -3,22 +3,16 @@ import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { Background } from './background.js';
 import type { Transitions } from './payments.js';
-import { findRefund, newId, type SandboxFaults, type SandboxIntent, type SandboxRefund, type SandboxState } from './state.js';
+import { newId, type SandboxFaults, type SandboxIntent, type SandboxState } from './state.js';
 import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, rawBodyOf, readJson } from './http.js';
 import { endpointOf, injectedCode, takeAnswer } from './fault-rules.js';
 
-// The provider API the service calls (CONTRACT.md "Payment provider"): /v1/payment_intents and /v1/refunds.
+// The provider API the service calls (CONTRACT.md "Payment provider"): /v1/payment_intents (refunds: sandbox/refunds.ts).
 
 const intentBody = z.object({
   amount: z.number().int().positive(),
   currency: z.string().min(1),
   reference: z.string().min(1),
-});
-const refundBody = z.object({
-  paymentIntentId: z.string().min(1),
-  amount: z.number().int().positive(),
-  reference: z.string().min(1),
-  currency: z.string().min(1).optional(),
 });
 
 export function findIntent(state: SandboxState, id: string): SandboxIntent {
@@ -54,8 +48,8 @@ export function v1Routes(
   transitions: Transitions,
   settings: { publicUrl?: string },
 ) {
-  // Intents and refunds have separate key spaces.
-  const { intents: intentKeys, refunds: refundKeys } = state.idempotencyKeys;
+  // Intents and refunds (sandbox/refunds.ts) have separate key spaces, both in the state (the forget knob empties them).
+  const intentKeys = state.idempotencyKeys.intents;
   const api = new Router({ prefix: '/v1' });
 
   api.post('/payment_intents', async (ctx) => {
@@ -70,22 +64,23 @@ export function v1Routes(
   });
   api.get('/payment_intents', (ctx) => {
     const reference = typeof ctx.query.reference === 'string' ? ctx.query.reference : undefined;
-    ctx.body = { data: [...state.intents.values()].filter((i) => reference === undefined || i.reference === reference) };
+    const data = [...state.intents.values()].filter((i) => reference === undefined || i.reference === reference);
+    // Like a list that does not expand the charge: the caller learns the success but not its transaction id.
+    ctx.body = { data: faults.listWithoutTxnId ? data.map((i) => ({ ...i, providerTxnId: null })) : data };
+  });
+  // Any intent but a succeeded one can be cancelled (again: idempotent); a cancelled intent can no longer be paid.
+  api.post('/payment_intents/:id/cancel', (ctx) => {
+    const intent = findIntent(state, ctx.params.id!);
+    if (intent.status === 'succeeded') {
+      ctx.status = 409;
+      ctx.body = { error: { code: 'intent_succeeded', message: 'the payment intent has already succeeded' }, intent };
+      return;
+    }
+    transitions.cancel(intent);
+    ctx.body = intent;
   });
   api.get('/payment_intents/:id', (ctx) => {
     ctx.body = findIntent(state, ctx.params.id!);
-  });
-  api.post('/refunds', async (ctx) => {
-    const body = parseWith(refundBody, await readJson(ctx));
-    ctx.body = idempotent(refundKeys, headerKey(ctx), body, (id) => findRefund(state, id)!, () => {
-      // The intent need not be ours: the service may refund payments made elsewhere.
-      const currency = body.currency ?? state.intents.get(body.paymentIntentId)?.currency ?? 'VND';
-      const { paymentIntentId, amount, reference } = body;
-      const refund: SandboxRefund = { id: newId('re'), status: faults.refundOutcome, amount, paymentIntentId, reference, currency };
-      state.refunds.push(refund);
-      transitions.refundCreated(refund);
-      return refund;
-    });
   });
   return api;
 }

@@ -24,8 +24,13 @@ const schema = z.object({
   HOLD_RATE_LIMIT: int(3, 1),
   HOLD_RATE_WINDOW_S: int(900, 1),
   PAYMENT_GRACE_S: int(600),
+  /** How long an expiry process's claim on a due hold or intent cancellation lasts (a dead process's claim comes due again after it). */
+  EXPIRY_LEASE_S: int(30, 1),
   SEARCH_CACHE_TTL_S: int(30),
   QUOTE_TTL_S: int(900, 1),
+  // Not in the contract: days settled outbox, webhook_inbox and notification rows are kept before the maintenance
+  // worker purges them (never an unpublished outbox row).
+  RETENTION_DAYS: int(7, 1),
   DASHBOARD_USER: z.string().default('admin'),
   DASHBOARD_PASSWORD: optionalString,
   NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
@@ -59,6 +64,8 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
+const isLoopback = (host: string) => /^(127(\.\d{1,3}){3}|::1|\[::1\]|localhost)$/i.test(host);
+
 /**
  * Outside development and test (production, staging, ...) every secret must be set, the signing ones
  * at least 32 characters, and an external provider named unless PSP_SANDBOX=true. Names only, no values.
@@ -69,6 +76,12 @@ function productionProblems(c: z.infer<typeof schema>): string[] {
     if (c[n] && c[n].length < 32) problems.push(`${n}: must be at least 32 characters`);
   }
   if (!c.PSP_URL && !c.PSP_SANDBOX) problems.push(`PSP_URL: required when NODE_ENV=${c.NODE_ENV} (or PSP_SANDBOX=true for the sandbox provider)`);
+  // PSP_SANDBOX=true in production is a deployment where no money moves (a demo, a staging). Its sandbox's
+  // /sandbox/* routes confirm payments without money, so it stays on the loopback interface there: only this host
+  // can reach it (compose's private-network exception runs the sandbox as PSP_URL, not with PSP_SANDBOX).
+  if (c.PSP_SANDBOX && !isLoopback(c.PSP_HOST)) {
+    problems.push(`PSP_HOST: must be a loopback address when PSP_SANDBOX=true and NODE_ENV=${c.NODE_ENV} (its /sandbox/* routes confirm payments without money)`);
+  }
   return problems;
 }
 

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { redisTls } from './redis-tls.js';
 import { createDb } from './db/pool.js';
 import { createPreparedDb } from './db/prepared.js';
 import { PspClient } from './psp/client.js';
@@ -7,10 +8,10 @@ import { systemClock, type Clock } from './domain/clock.js';
 import type { Config } from './config.js';
 import type { Deps } from './usecases/deps.js';
 
-/** Request-path Redis: fail fast instead of queueing, so callers can fail open. */
-export function requestRedis(url: string, keyPrefix = ''): Redis {
+/** Request-path Redis: fail fast instead of queueing, so callers can fail open. TLS when the URL is `rediss://`. */
+export function requestRedis(url: string, keyPrefix = '', opts: { lazyConnect?: boolean } = {}): Redis {
   return new Redis(url, {
-    keyPrefix, maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1000, connectTimeout: 2000 });
+    keyPrefix, maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1000, connectTimeout: 2000, ...redisTls(url), ...opts });
 }
 
 export function pspClient(config: Config): PspClient {

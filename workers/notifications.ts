@@ -1,15 +1,30 @@
-import { deliverNotification, webhookNotificationProvider, type NotificationProvider } from '../shared/usecases/notifications.js';
-import { config } from '../shared/config.js';
-import { isEntry } from '../shared/process.js';
-import { NOTIFICATIONS_QUEUE } from '../shared/queues/registry.js';
-import { runWorkerProcess, type WorkerDefinition } from './runner.js';
+import { claimNotifications, deliverNotification, webhookNotificationProvider, type NotificationProvider } from '../shared/usecases/notifications.js';
+import { parseConfig } from '../shared/config.js';
+import { createDeps } from '../shared/runtime.js';
+import { isEntry, runProcess } from '../shared/process.js';
+import type { Deps } from '../shared/usecases/deps.js';
+import { startDueLoop } from './due-loop.js';
 
-export function notificationsWorker(provider: NotificationProvider): WorkerDefinition<typeof NOTIFICATIONS_QUEUE> {
-  return {
-    queue: NOTIFICATIONS_QUEUE,
-    concurrency: 20,
-    processor: (deps, data) => deliverNotification(deps.db, provider, data),
-  };
+// The notifications worker: a due loop over unsent notification rows (written with their events), no BullMQ queue.
+const BATCH = 20;
+
+export function startNotificationLoop(deps: Pick<Deps, 'db'>, provider: NotificationProvider) {
+  return startDueLoop({
+    name: 'notifications', job: 'notify', batch: BATCH, idleMaxMs: 500,
+    claim: (n) => claimNotifications(deps.db, n),
+    work: (n) => deliverNotification(deps.db, provider, n),
+  });
 }
 
-if (isEntry(import.meta.url)) await runWorkerProcess(notificationsWorker(webhookNotificationProvider(config().NOTIFY_WEBHOOK_URL)));
+if (isEntry(import.meta.url)) {
+  await runProcess('notifications', async () => {
+    const config = parseConfig();
+    const deps = await createDeps(config);
+    const loop = startNotificationLoop(deps, webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL));
+    return async () => {
+      await loop.stop();
+      await deps.db.end();
+      await deps.prepared.end();
+    };
+  });
+}

@@ -43,8 +43,8 @@ function eventOf(row: PendingRow): PublishedEvent | null {
   try {
     return parseEvent(row.topic, JSON.parse(row.payload));
   } catch (err) {
-    // Never block the outbox on one bad row. Expiry and refunds have database sweeps behind their jobs;
-    // the event still reaches Kafka through the publish lane.
+    // Never block the outbox on one bad row. Expiry has a database sweep behind its jobs (refunds and
+    // notifications are rows written with their events, not jobs); the event still reaches Kafka.
     logger.error({ err: String(err), eventId: row.eventId, topic: row.topic, requestId: row.requestId ?? undefined }, 'outbox event does not match its schema; no jobs');
     return null;
   }

@@ -1,24 +1,32 @@
 import { payRefund } from '../shared/usecases/refunds.js';
-import { stalePendingRefunds } from '../shared/db/refunds.js';
-import { isEntry } from '../shared/process.js';
-import { REFUNDS_QUEUE } from '../shared/queues/registry.js';
-import { reenqueueRefund } from '../shared/queues/queues.js';
-import { runWorkerProcess, type WorkerDefinition, type WorkerDeps } from './runner.js';
+import { claimDueRefunds } from '../shared/db/refunds.js';
+import { parseConfig } from '../shared/config.js';
+import { createDeps } from '../shared/runtime.js';
+import { isEntry, runProcess } from '../shared/process.js';
+import type { Deps } from '../shared/usecases/deps.js';
+import { startDueLoop } from './due-loop.js';
 
-// A live refund job tries at least every 5 min (the backoff cap); one idle for longer lost its job.
-const STALE_AFTER_S = 900;
+// The refund worker: a due loop over PENDING refund rows (no BullMQ queue: a Redis flush loses nothing).
+// A pass over a refund makes at most one provider POST; the lease outlives it by far (2 s per provider attempt).
+export const REFUND_LEASE_S = 60;
+const BATCH = 10;
 
-/** The refund-sweep tick: re-adds a job per PENDING refund nobody has tried for `idleSeconds`. */
-export async function sweepStaleRefunds(deps: WorkerDeps, idleSeconds = STALE_AFTER_S): Promise<number> {
-  const stale = await stalePendingRefunds(deps.db, idleSeconds, 500);
-  await Promise.all(stale.map((r) => reenqueueRefund(deps.queues, r.id, r.attempts)));
-  return stale.length;
+export function startRefundLoop(deps: Deps, o: { idleMaxMs?: number } = {}) {
+  return startDueLoop({
+    name: 'refunds', job: 'refund', batch: BATCH, idleMaxMs: o.idleMaxMs ?? 1000,
+    claim: (n) => claimDueRefunds(deps.db, n, REFUND_LEASE_S),
+    work: (refund) => payRefund(deps, refund),
+  });
 }
 
-export const refundsWorker: WorkerDefinition<typeof REFUNDS_QUEUE> = {
-  queue: REFUNDS_QUEUE,
-  concurrency: 10,
-  processor: (deps, data) => ('sweep' in data ? sweepStaleRefunds(deps) : payRefund(deps, data.refundId)),
-};
-
-if (isEntry(import.meta.url)) await runWorkerProcess(refundsWorker);
+if (isEntry(import.meta.url)) {
+  await runProcess('refunds', async () => {
+    const deps = await createDeps(parseConfig());
+    const loop = startRefundLoop(deps);
+    return async () => {
+      await loop.stop();
+      await deps.db.end();
+      await deps.prepared.end();
+    };
+  });
+}

@@ -4,7 +4,7 @@ import { createDeps } from '../shared/runtime.js';
 import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import type { Deps } from '../shared/usecases/deps.js';
-import { QUEUES, type JobData, type QueueName } from '../shared/queues/registry.js';
+import { QUEUES, type JobData, type QueueName, type QueueSpec } from '../shared/queues/registry.js';
 import { closeQueues, correlationOf, openQueues, queueConnection, schedulesOf, upsertSchedule, type Queues } from '../shared/queues/queues.js';
 import { withCorrelation } from '../shared/correlation.js';
 import { jobDuration, jobFailures } from '../shared/metrics/work.js';
@@ -26,8 +26,8 @@ export interface WorkerDefinition<Q extends QueueName = QueueName> {
  * runs in the correlation (request id) it was enqueued with, so its logs and the events it writes carry it.
  */
 export function startWorker<Q extends QueueName>(def: WorkerDefinition<Q>, deps: WorkerDeps): Worker {
-  const spec = QUEUES[def.queue];
-  const backoffMs = 'backoffMs' in spec ? spec.backoffMs : undefined;
+  const spec: QueueSpec = QUEUES[def.queue];
+  const backoffMs = spec.backoffMs;
   const worker = new Worker(
     def.queue,
     (job) => withCorrelation(correlationOf(job.data), async () => {

@@ -49,6 +49,25 @@ const isUnavailable = (e: unknown) =>
   e instanceof BackendTerminatedUnexpectedlyError ||
   (e as { code?: string })?.code === 'ECONNREFUSED';
 
+/** The SQLSTATE of a PostgreSQL error, whether node-postgres threw it or slonik wrapped it (as its `cause`). */
+export function sqlStateOf(e: unknown): string | undefined {
+  for (let x = e, depth = 0; x && typeof x === 'object' && depth < 5; x = (x as { cause?: unknown }).cause, depth++) {
+    const code = (x as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+/**
+ * PostgreSQL refused a value the request carried (class 22, data exception: a date or number out of range (22008,
+ * 22003), text that is not a valid value (22P02, 22007), a NUL byte (22021); 54000, a value too big for an index):
+ * the input was malformed, so 400. The schemas refuse what they can name first; this is the net under them.
+ */
+export const isBadInputFromDatabase = (e: unknown): boolean => {
+  const state = sqlStateOf(e);
+  return state !== undefined && (state.startsWith('22') || state === '54000');
+};
+
 /** The one place that turns errors into the contract's error shape and status. */
 export const errors: Middleware<ApiState> = async (ctx, next) => {
   try {
@@ -59,7 +78,10 @@ export const errors: Middleware<ApiState> = async (ctx, next) => {
   } catch (err) {
     let e: DomainError;
     if (err instanceof DomainError) e = err;
-    else if (isUnavailable(err)) {
+    else if (isBadInputFromDatabase(err)) {
+      logger.warn({ err, requestId: ctx.state.requestId, path: ctx.path }, 'the database refused a value of the request');
+      e = new DomainError('VALIDATION', 'a value of the request is out of range or malformed', { field: ctx.method === 'GET' ? 'query' : 'body', sqlState: sqlStateOf(err) });
+    } else if (isUnavailable(err)) {
       logger.warn({ err, requestId: ctx.state.requestId }, 'dependency unavailable');
       e = new DomainError('UNAVAILABLE', 'a dependency is unavailable; try again');
     } else {

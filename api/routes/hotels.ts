@@ -4,7 +4,7 @@ import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { parse, pathId } from '../validation.js';
 import {
-  adjustInventoryBody, auditAnswer, availabilityAnswer, availabilityQuery, createHotelBody, createRoomTypeBody, hotelAnswer,
+  adjustInventoryBody, auditAnswer, auditQuery, availabilityAnswer, availabilityQuery, createHotelBody, createRoomTypeBody, hotelAnswer,
   nightRangeQuery, nightsAnswer, roomTypeAnswer,
 } from '../schemas/hotels.js';
 import type { Operation } from '../openapi/operation.js';
@@ -42,7 +42,7 @@ export function hotelRoutes(deps: RouteDeps) {
   });
   router.get('/room-types/:id/inventory/audit', auth, async (ctx) => {
     const roomTypeId = pathId(ctx.params.id, 'room type');
-    ctx.body = await getInventoryAudit(deps, actorOf(ctx.state), roomTypeId, parse(nightRangeQuery, ctx.query, 'query'));
+    ctx.body = await getInventoryAudit(deps, actorOf(ctx.state), roomTypeId, parse(auditQuery, ctx.query, 'query'));
   });
   return router;
 }
@@ -87,8 +87,10 @@ export const hotelOperations: Operation[] = [
   {
     operationId: 'getInventoryAudit', method: 'get', path: '/room-types/{roomTypeId}/inventory/audit', tag: 'inventory', auth: operator,
     summary: 'The inventory ledger of a range',
-    description: `${RANGE} Every change of any count (hold, confirm, release, adjustment); entries are never updated or deleted.`,
-    query: nightRangeQuery,
+    description: `${RANGE} Every change of any count (hold, confirm, release, adjustment); entries are never updated or deleted. `
+      + 'Paged oldest first: `limit` (default 1000, at most 5000) and `cursor` (the previous page\'s `nextCursor`; null on the last page). '
+      + 'Pages leave no gap: an entry of a change still committing when a page was read comes on a later page.',
+    query: auditQuery,
     answer: { status: 200, description: 'Entries, oldest first', schema: auditAnswer },
   },
 ];

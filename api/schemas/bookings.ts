@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { dateOut, guests, id, instant, instantOut, isoDate, money, rooms } from './common.js';
+import { CLEAN_TEXT, dateOut, guests, isCleanText, id, instant, instantOut, isoDate, money, rooms } from './common.js';
 import { BOOKING_STATUSES } from '../../shared/domain/booking-status.js';
 
 /** POST /bookings for a car (from in the future, from < to, ≤ 30 days: checked by the hold use case) */
@@ -13,7 +13,7 @@ export const holdBodyObject = z.record(z.unknown(), { invalid_type_error: 'a JSO
 /** The Idempotency-Key header of POST /bookings */
 export const idempotencyKeyHeader = z.string().min(1).max(255).optional();
 /** POST /bookings/{id}/cancel */
-export const cancelBody = z.object({ reason: z.string().max(500).optional() }).optional();
+export const cancelBody = z.object({ reason: z.string().max(500).refine(isCleanText, CLEAN_TEXT).optional() }).optional();
 
 const kind = z.enum(['car', 'stay']);
 /** 201 of POST /bookings (and its replays). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { currency, id, instant, money, queryInt, text } from './common.js';
+import { currency, deposit, id, instant, money, queryInt, text } from './common.js';
 
 /** POST /cars */
 export const createCarBody = z.object({
@@ -7,7 +7,7 @@ export const createCarBody = z.object({
   model: text(100),
   city: text(50),
   dailyPrice: money,
-  depositAmount: money,
+  depositAmount: deposit,
   currency: currency.default('VND'),
   turnaroundMinutes: z.number().int().min(0).max(10080).default(120),
   hostId: id.optional(),

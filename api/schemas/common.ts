@@ -5,11 +5,29 @@ import { z } from 'zod';
 
 export const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 export const money = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+/** A deposit the customer pays to hold: at least 1 minor unit (a deposit of 0 could never be paid, so never confirmed). */
+export const deposit = z.number().int().min(1, 'at least 1: a deposit of 0 can never be paid').max(Number.MAX_SAFE_INTEGER);
 export const currency = z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as VND');
-/** ISO-8601 instant that carries an offset (Z or ±hh:mm). */
+/**
+ * Text a person typed: no control characters but tab and line breaks (PostgreSQL refuses NUL outright, and logs
+ * and screens should not get the others), and well-formed Unicode (a lone surrogate would be stored as U+FFFD).
+ */
+const CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
+const LONE_SURROGATE = /\p{Cs}/u;
+export const isCleanText = (s: string) => !CONTROL.test(s) && !LONE_SURROGATE.test(s);
+export const CLEAN_TEXT = 'no control characters or malformed Unicode';
+
+// PostgreSQL has no year 0 (and JavaScript's Date has one): instants are refused outside years 1 to 9999.
+const FIRST_INSTANT = Date.UTC(1, 0, 1) - 14 * 3_600_000;
+const LAST_INSTANT = Date.UTC(9999, 11, 31, 23, 59, 59, 999) + 14 * 3_600_000;
+/** ISO-8601 instant that carries an offset (Z or ±hh:mm) and names a real moment (`+99:99` does not). */
 export const instant = z
   .string()
   .datetime({ offset: true, message: 'an ISO-8601 instant with an offset' })
+  .refine((s) => {
+    const t = Date.parse(s);
+    return !Number.isNaN(t) && t >= FIRST_INSTANT && t <= LAST_INSTANT;
+  }, 'a real instant (offset within ±23:59, year 0001 to 9999)')
   .transform((s) => new Date(s));
 export const isoDate = z
   .string()
@@ -17,7 +35,7 @@ export const isoDate = z
   .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'a real calendar date')
   // Year 0000 parses in JavaScript but not in PostgreSQL (there is no year 0 AD).
   .refine((s) => s >= '0001-01-01', 'a date from 0001-01-01 on');
-export const text = (max = 200) => z.string().trim().min(1).max(max);
+export const text = (max = 200) => z.string().trim().min(1).max(max).refine(isCleanText, CLEAN_TEXT);
 /** Query integers arrive as strings. */
 export const queryInt = (def: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).default(def);
 /** Rooms of a stay (a hold or a quote). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { currency, dateOut, id, isoDate, money, queryInt, text } from './common.js';
+import { currency, dateOut, deposit, id, isoDate, money, queryInt, text } from './common.js';
 
 /** POST /hotels */
 export const createHotelBody = z.object({
@@ -11,11 +11,17 @@ export const createHotelBody = z.object({
 
 /** POST /hotels/{hotelId}/room-types */
 export const createRoomTypeBody = z.object({
-  name: text(200), depositAmount: money, currency: currency.default('VND'), maxGuests: z.number().int().min(1).max(100).default(2),
+  name: text(200), depositAmount: deposit, currency: currency.default('VND'), maxGuests: z.number().int().min(1).max(100).default(2),
 });
 
 /** GET /room-types/{roomTypeId}/inventory and …/audit: nights [from, to) */
 export const nightRangeQuery = z.object({ from: isoDate, to: isoDate });
+
+/** GET …/audit: a page of the nights' ledger, oldest first; `cursor` is a previous page's `nextCursor`. */
+export const auditQuery = nightRangeQuery.extend({
+  limit: queryInt(1000, 1, 5000),
+  cursor: z.string().min(1).max(20_000).optional().describe("The previous page's nextCursor, as it came"),
+});
 
 /** PUT /room-types/{roomTypeId}/inventory */
 export const adjustInventoryBody = nightRangeQuery.extend({ sellable: z.number().int().min(0).max(100_000), reason: text(500) });
@@ -31,11 +37,12 @@ export const nightsAnswer = z.object({
   nights: z.array(z.object({ date: dateOut, sellable: count, held: count, confirmed: count, available: z.number().int() }).strict()),
 }).strict();
 const counts = z.object({ sellable: count, held: count, confirmed: count }).strict();
-/** Every count change of the range's nights, oldest first. */
+/** Every count change of the range's nights, oldest first, a page at a time. */
 export const auditAnswer = z.object({
   entries: z.array(z.object({
     at: z.string(), date: dateOut, actor: z.string(), reason: z.string(), bookingId: id.nullable(), before: counts, after: counts,
   }).strict()),
+  nextCursor: z.string().nullable().describe('Pass as `cursor` for the next page; null on the last page'),
 }).strict();
 /** Room types with at least `rooms` free on every night; `available` is the minimum over the nights. */
 export const availabilityAnswer = z.object({

@@ -95,15 +95,17 @@ async function loadRows(url: string, o: DatasetOptions, log: (m: string) => void
       const b = generateCarBookings(o, cars);
       log(`generated ${b.n.toLocaleString('en-US')} car bookings in ${Math.round(performance.now() - t)} ms`);
       counts.carBooking = await copyRows(c, 'booking',
-        'id, kind, status, version, customer_id, car_id, period, blocked, deposit_amount, currency, created_at, updated_at',
+        'id, kind, status, version, customer_id, car_id, period, blocked, deposit_amount, total_amount, currency, created_at, updated_at',
         (function* () {
           for (let i = 0; i < b.n; i++) {
             const car = carById.get(b.car[i]!)!;
             const from = iso(b.startH[i]!);
             const to = b.startH[i]! + b.lenH[i]!;
             const created = iso(b.createdH[i]!);
+            // A car booking's total is the daily price × started days, as the hold INSERT computes it.
+            const total = car.dailyPrice * Math.ceil(b.lenH[i]! / 24);
             yield `${i + 1}\tcar\t${STATUS[b.status[i]!]}\t1\t${b.customer[i]}\t${car.id}\t${range(from, iso(to))}\t`
-              + `${range(from, new Date(to * HOUR_MS + car.turnaroundMinutes * 60_000).toISOString())}\t${car.depositAmount}\tVND\t${created}\t${created}\n`;
+              + `${range(from, new Date(to * HOUR_MS + car.turnaroundMinutes * 60_000).toISOString())}\t${car.depositAmount}\t${total}\tVND\t${created}\t${created}\n`;
           }
         })());
     } finally {
@@ -143,10 +145,10 @@ async function loadRows(url: string, o: DatasetOptions, log: (m: string) => void
     const date = (d: number) => new Date(day0 + d * 86_400_000).toISOString().slice(0, 10);
     let id = counts.carBooking!;
     counts.stayBooking = await copyRows(c, 'booking',
-      'id, kind, status, version, customer_id, room_type_id, check_in, check_out, rooms, deposit_amount, currency, created_at, updated_at',
+      'id, kind, status, version, customer_id, room_type_id, check_in, check_out, rooms, guests, deposit_amount, currency, created_at, updated_at',
       stays.bookings.map((s) => {
         const created = new Date(day0 - s.createdDaysBefore * 86_400_000).toISOString();
-        return `${++id}\tstay\tCONFIRMED\t1\t${s.customer}\t${s.roomTypeId}\t${date(s.night)}\t${date(s.night + s.nights)}\t${s.rooms}\t${s.deposit}\tVND\t${created}\t${created}\n`;
+        return `${++id}\tstay\tCONFIRMED\t1\t${s.customer}\t${s.roomTypeId}\t${date(s.night)}\t${date(s.night + s.nights)}\t${s.rooms}\t1\t${s.deposit}\tVND\t${created}\t${created}\n`;
       }));
     for (const [table, seq] of [['car', 'car_id_seq'], ['booking', 'booking_id_seq'], ['hotel', 'hotel_id_seq'], ['room_type', 'room_type_id_seq'], ['inventory_ledger', 'inventory_ledger_id_seq']]) {
       await c.query(`SELECT setval('${seq}', greatest(1, (SELECT coalesce(max(id), 0) FROM ${table})))`);

@@ -18,10 +18,11 @@ export interface FloorResult {
 export const pgbenchScript = (cars: number, windowDays: number) => `\\set car random(1, ${cars})
 \\set start random(1, ${windowDays * 24})
 \\set stop :start + random(1, 72)
-INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, currency, hold_expires_at, next_expiry_check_at)
+\\set days (:stop - :start + 23) / 24
+INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, total_amount, currency, hold_expires_at, next_expiry_check_at)
 SELECT 'car', 'HOLD', 1, c.id,
        tstzrange(date_trunc('hour', now()) + make_interval(hours => :start), date_trunc('hour', now()) + make_interval(hours => :stop), '[)'),
-       c.deposit_amount, c.currency, now() + interval '15 minutes', now() + interval '15 minutes'
+       c.deposit_amount, c.daily_price * :days, c.currency, now() + interval '15 minutes', now() + interval '15 minutes'
 FROM car c WHERE c.id = :car
 ON CONFLICT DO NOTHING;
 `;

@@ -130,6 +130,10 @@ export function htmlPeak(r: PeakResult, title = 'bench:peak'): string {
     ['sampled searches (skipped while busy)', `${s.samples} (${s.skippedBusy})`], ['listed cars checked / taken within TTL / taken before TTL', `${s.listedChecked} / ${s.takenWithinTtl} / ${s.listedViolations}`],
     ['free cars checked / freed within TTL / omitted', `${s.omittedChecked} / ${s.freedWithinTtl} / ${s.omittedViolations}`]])}${s.examples.map((e) => `<p><code>${esc(e)}</code></p>`).join('')}`);
   if (r.floor) body.push(`<h2>Raw floor (pgbench)</h2><pre>${esc(r.floor.raw)}</pre>${table([['process', 'cores'], ...Object.entries(r.floor.cpu).map(([g, c]) => [g, fmt(c / (r.floor!.cpuSeconds || 1), 2)])])}`);
+  if (r.dashboard) {
+    body.push(`<h2>Grafana panel queries on live data (Prometheus scraping the system every 1 s)</h2>${table([['panel', 'series', 'sample'],
+      ...r.dashboard.map((v) => [v.panel, v.error ? `error: ${v.error}` : v.series, v.sample.join('; ')])])}<pre>${esc(r.dashboard.map((v) => v.expr).join('\n'))}</pre>`);
+  }
   body.push('<h2>Plans</h2>', ...r.plans.map((p) => `<h3>${esc(p.name)}</h3><p>cold ${fmt(p.coldMs, 1)} ms, warm ${fmt(p.warmMs, 1)} ms</p><pre>${esc(p.plan)}</pre>`));
   body.push(`<h2>Configuration</h2><pre>${esc(JSON.stringify(r.config, null, 2))}</pre>`);
   return `<!doctype html><html><head><meta charset="utf-8"><title>${esc(title)}</title><style>

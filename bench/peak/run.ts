@@ -17,6 +17,7 @@ import { explainAll, type Plan } from './plans.js';
 import { perSecond, streamStats, type SeriesPoint, type StreamStats } from './stats.js';
 import { startSystem, type RunningSystem } from './system.js';
 import { workload } from './workload.js';
+import { printPanels, startPrometheus, type PanelValue, type Prometheus } from './prometheus.js';
 
 export interface PhaseSpec {
   name: string;
@@ -79,6 +80,8 @@ export interface PeakResult {
   floor: (FloorResult & { cpu: Record<string, number>; cpuSeconds: number }) | null;
   plans: Plan[];
   sizes: Record<string, number>;
+  /** Each Grafana panel query evaluated by a Prometheus that scraped the system during the run (null: no Prometheus). */
+  dashboard: PanelValue[] | null;
 }
 
 async function flushRedisDb(url: string, prefix: string): Promise<void> {
@@ -136,14 +139,19 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
   const phases: PhaseResult[] = [];
   let floor: PeakResult['floor'] = null;
   let plans: Plan[] = [];
+  let prometheus: Prometheus | null = null;
+  let dashboard: PanelValue[] | null = null;
+  // Each worker's /metrics on the bench's own ports (METRICS_PORT_BASE + the kind's offset), not the defaults.
+  const metricsPortBase = cfg.ports.api + 10;
   const startedAt = new Date().toISOString();
   try {
     system = await startSystem({
       databaseUrl: url, port: cfg.ports.api, dashboardPort: cfg.ports.dashboard, pspPort: cfg.ports.psp, redisUrl: cfg.redisUrl,
       prefix: cfg.prefix, kafkaPrefix: cfg.kafkaPrefix, kafkaBrokers: cfg.kafkaBrokers, jwtSecret, searchCacheTtlS: cfg.searchCacheTtlS,
-      extra: { API_WORKERS: String(cfg.apiWorkers) },
+      extra: { API_WORKERS: String(cfg.apiWorkers), METRICS_PORT_BASE: String(metricsPortBase) },
     }, `/tmp/bench-peak-${tag}.log`);
     log(`npm start: pid ${system.pid}, ${system.url}, log ${system.logFile}; processes: ${[...new Set(system.processes().values())].join(', ')}`);
+    prometheus = await startPrometheus({ apiPort: cfg.ports.api, dashboardPort: cfg.ports.dashboard, metricsPortBase }, cfg.ports.api + 90, log);
     await sampler.start();
     const w = workload(cfg.dataset, { hotShare: cfg.hotShare, holdWindowDays: cfg.holdWindowDays, jwtSecret, seed: cfg.dataset.seed });
     for (const [i, spec] of cfg.phases.entries()) {
@@ -186,6 +194,10 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
       for (const s of stats) log(`  ${s.name}: ${s.answeredPerS.toFixed(0)}/s answered (${s.okPerS.toFixed(0)}/s 2xx), p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms; ${s.outcomes.map(([k, n]) => `${k}×${n}`).join(' ')}`);
     }
     await staleness.done();
+    if (prometheus) {
+      dashboard = await prometheus.panels();
+      printPanels(dashboard, log);
+    }
     await sleep(2000);
     await sampler.stop();
     clearInterval(outboxTimer);
@@ -217,11 +229,12 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
              (SELECT count(*) FROM booking)::float8 AS "bookings", (SELECT count(*) FROM booking WHERE kind = 'car' AND status IN ('HOLD', 'CONFIRMED', 'ON_TRIP'))::float8 AS "active car bookings"`)).rows[0]!;
     return {
       sizes, startedAt, machine: machineNote(), gitRev: spawnSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).stdout.toString().trim(),
-      config: { ...cfg, log: undefined } as Omit<RunConfig, 'log'>, database, phases, cpuSeries: sampler.samples, outboxSeries, checks, floor, plans,
+      config: { ...cfg, log: undefined } as Omit<RunConfig, 'log'>, database, phases, cpuSeries: sampler.samples, outboxSeries, checks, floor, plans, dashboard,
     };
   } finally {
     clearInterval(outboxTimer);
     await sampler.stop();
+    await prometheus?.stop().catch(() => {});
     await system?.stop().catch(() => {});
     await monitor.end().catch(() => {});
     await checker.end().catch(() => {});

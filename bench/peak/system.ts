@@ -122,7 +122,11 @@ export async function startSystem(e: SystemEnv, logFile: string): Promise<Runnin
     const ready = await fetch(`${url}/ready`).then((r) => r.status === 200, () => false);
     const running = new Set(processTree(child.pid!, names).values());
     if (ready && expected.every((n) => running.has(n))) break;
-    if (Date.now() > deadline) throw new Error(`system not ready after 60 s (running: ${[...running].join(', ')}); see ${logFile}`);
+    if (Date.now() > deadline) {
+      // Not left running for the next run to trip over (its ports would be taken).
+      try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* gone */ }
+      throw new Error(`system not ready after 60 s (running: ${[...running].join(', ')}); see ${logFile}`);
+    }
     await sleep(250);
   }
   return {

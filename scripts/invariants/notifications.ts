@@ -21,7 +21,7 @@ export const notificationsOnce: Invariant = {
         else keyless.set(pair(d), (keyless.get(pair(d)) ?? 0) + 1);
       }
     } else {
-      const sent = await query<{ eventId: string; channel: string }>(`SELECT event_id::text AS "eventId", channel FROM notification`);
+      const sent = await query<{ eventId: string; channel: string }>(`SELECT event_id::text AS "eventId", channel FROM notification WHERE sent_at IS NOT NULL`);
       for (const s of sent) keyless.set(`${s.eventId}:${s.channel}`, 1);
     }
     const violations: string[] = [];

@@ -168,11 +168,14 @@ export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: D
     UPDATE booking SET next_expiry_check_at = ${at.toISOString()}::timestamptz WHERE id = ${id} AND status = 'HOLD'`);
 }
 
-export async function dueHolds(db: CommonQueryMethods, now: Date, limit: number) {
-  return db.any(sql.type(z.object({ id: z.number(), nextExpiryCheckAt: instant }))`
-    SELECT id, next_expiry_check_at AS "nextExpiryCheckAt" FROM booking
-    WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
-    ORDER BY next_expiry_check_at LIMIT ${limit}`);
+/**
+ * Locks the HOLD whose next expiry check is the most overdue, passing over rows another transaction holds (SKIP
+ * LOCKED): concurrent expiry processes each get a different one and never wait on each other. Null when none is due.
+ */
+export async function lockNextDueHold(db: CommonQueryMethods, now: Date): Promise<Booking | null> {
+  return db.maybeOne(sql.type(bookingRow)`
+    ${select} WHERE b.status = 'HOLD' AND b.next_expiry_check_at <= ${now.toISOString()}::timestamptz
+    ORDER BY b.next_expiry_check_at LIMIT 1 FOR UPDATE OF b SKIP LOCKED`);
 }
 
 const bookingMoney = z.object({

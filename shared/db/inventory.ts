@@ -75,23 +75,3 @@ export async function setSellable(db: CommonQueryMethods, roomTypeId: number, fr
     ORDER BY d
     ON CONFLICT (room_type_id, night) DO UPDATE SET sellable = EXCLUDED.sellable`);
 }
-
-export const ledgerRow = z.object({
-  at: z.string(),
-  date: z.string(),
-  actor: z.string(),
-  reason: z.string(),
-  bookingId: z.number().nullable(),
-  before: z.object({ sellable: z.number(), held: z.number(), confirmed: z.number() }),
-  after: z.object({ sellable: z.number(), held: z.number(), confirmed: z.number() }),
-});
-
-export async function listLedger(db: CommonQueryMethods, roomTypeId: number, from: string, to: string) {
-  return db.any(sql.type(ledgerRow)`
-    SELECT at, night::text AS date, actor, reason, booking_id AS "bookingId",
-      json_build_object('sellable', before_sellable, 'held', before_held, 'confirmed', before_confirmed) AS before,
-      json_build_object('sellable', after_sellable, 'held', after_held, 'confirmed', after_confirmed) AS after
-    FROM inventory_ledger
-    WHERE room_type_id = ${roomTypeId} AND night >= ${from}::date AND night < ${to}::date
-    ORDER BY id`);
-}

@@ -3,20 +3,32 @@ import { sql, type CommonQueryMethods } from './pool.js';
 
 export interface NewPayment {
   bookingId: number;
-  providerTxnId: string;
+  /** Null when the success was learnt from a provider answer that did not carry it (a webhook fills it in later). */
+  providerTxnId: string | null;
   paymentIntentId: string;
   amount: number;
   currency: string;
   outcome: 'CONFIRMED' | 'REFUNDED';
 }
 
-/** Records a provider success once per providerTxnId; null when it was already recorded. */
+/**
+ * Records a provider success once per payment intent (and per providerTxnId); null when it was already recorded,
+ * by the webhook or by a question to the provider, whichever came first. A duplicate that knows the providerTxnId
+ * fills it in on the recorded payment when that one did not know it.
+ */
 export async function insertPayment(db: CommonQueryMethods, p: NewPayment): Promise<number | null> {
-  return db.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
+  const id = await db.maybeOneFirst(sql.type(z.object({ id: z.number() }))`
     INSERT INTO payment (booking_id, provider_txn_id, payment_intent_id, amount, currency, outcome)
     VALUES (${p.bookingId}, ${p.providerTxnId}, ${p.paymentIntentId}, ${p.amount}, ${p.currency}, ${p.outcome})
-    ON CONFLICT (provider_txn_id) DO NOTHING
+    ON CONFLICT DO NOTHING
     RETURNING id`);
+  if (id === null && p.providerTxnId !== null) {
+    await db.query(sql.typeAlias('void')`
+      UPDATE payment SET provider_txn_id = ${p.providerTxnId}
+      WHERE payment_intent_id = ${p.paymentIntentId} AND provider_txn_id IS NULL
+        AND NOT EXISTS (SELECT 1 FROM payment WHERE provider_txn_id = ${p.providerTxnId})`);
+  }
+  return id;
 }
 
 export async function confirmingPayment(db: CommonQueryMethods, bookingId: number) {

@@ -53,16 +53,52 @@ export async function findRefundForWebhook(
     ORDER BY id LIMIT 1`);
 }
 
-export async function noteRefundAttempt(
+/** A refund claimed by a due loop: the row, how many passes claimed it (this one included), and the claim's token. */
+export const claimedRefund = refundRow.extend({ attempts: z.number(), leaseToken: z.string() });
+export type ClaimedRefund = z.infer<typeof claimedRefund>;
+
+/**
+ * Claims up to `limit` due PENDING refunds for `leaseSeconds`: SKIP LOCKED, so two worker processes never claim the
+ * same row, and the lease (lease_until) makes a row another process claimed and never released (killed mid-call)
+ * due again once it runs out. Counts the attempt at the claim: a pass that dies mid-call still counts.
+ */
+export async function claimDueRefunds(db: CommonQueryMethods, limit: number, leaseSeconds: number): Promise<readonly ClaimedRefund[]> {
+  return db.any(sql.type(claimedRefund)`
+    UPDATE refund r SET attempts = r.attempts + 1, lease_token = gen_random_uuid(), updated_at = now(),
+      lease_until = now() + make_interval(secs => ${leaseSeconds}),
+      next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
+    FROM (SELECT id FROM refund
+          WHERE status = 'PENDING' AND next_attempt_at <= now()
+          ORDER BY next_attempt_at LIMIT ${limit}
+          FOR UPDATE SKIP LOCKED) due
+    WHERE r.id = due.id
+    RETURNING r.id, r.booking_id AS "bookingId", r.payment_intent_id AS "paymentIntentId", r.amount, r.currency, r.status,
+      r.provider_refund_id AS "providerRefundId", r.attempts, r.lease_token::text AS "leaseToken"`);
+}
+
+/**
+ * Ends a claim: the provider refund id when an answer gave one (kept once known), the error of the pass (null
+ * when none), and the next try `retryInSeconds` from now. Only the claim's owner writes (its token).
+ */
+export async function releaseRefund(
   db: CommonQueryMethods,
-  id: number,
-  a: { providerRefundId?: string | null; error?: string | null },
+  claim: { id: number; leaseToken: string },
+  a: { providerRefundId?: string | null; error?: string | null; retryInSeconds: number },
 ): Promise<void> {
   await db.query(sql.typeAlias('void')`
-    UPDATE refund SET attempts = attempts + 1, updated_at = now(),
+    UPDATE refund SET updated_at = now(), lease_until = NULL, lease_token = NULL,
       provider_refund_id = coalesce(provider_refund_id, ${a.providerRefundId ?? null}),
-      last_error = ${a.error ?? null}
-    WHERE id = ${id}`);
+      last_error = ${a.error ?? null},
+      next_attempt_at = now() + make_interval(secs => ${a.retryInSeconds})
+    WHERE id = ${claim.id} AND lease_token = ${claim.leaseToken}::uuid`);
+}
+
+/** Provider refund ids some refund row already owns (a listed refund adopted by another row is not ours). */
+export async function ownedProviderRefundIds(db: CommonQueryMethods, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.any(sql.type(z.object({ id: z.string() }))`
+    SELECT provider_refund_id AS id FROM refund WHERE provider_refund_id = ANY(${sql.array(ids, 'text')})`);
+  return new Set(rows.map((r) => r.id));
 }
 
 /** PENDING → final, once: whichever of the provider's answer or its webhook comes first wins. */
@@ -77,14 +113,6 @@ export async function settleRefund(
       provider_refund_id = coalesce(provider_refund_id, ${providerRefundId})
     WHERE id = ${id} AND status = 'PENDING'`);
   return r.rowCount === 1;
-}
-
-/** PENDING refunds nobody has tried for `idleSeconds` (their job was lost, or gave up). */
-export async function stalePendingRefunds(db: CommonQueryMethods, idleSeconds: number, limit: number) {
-  return db.any(sql.type(z.object({ id: z.number(), attempts: z.number() }))`
-    SELECT id, attempts FROM refund
-    WHERE status = 'PENDING' AND updated_at < now() - make_interval(secs => ${idleSeconds})
-    ORDER BY id LIMIT ${limit}`);
 }
 
 const pendingRow = z.object({ pending: z.number(), oldestAgeSeconds: z.number(), overOneHour: z.number() });

@@ -2,13 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { CommonQueryMethods } from '../db/pool.js';
 import { insertOutboxEvent, type RowEventDraft } from '../db/outbox.js';
 import { messageKeyOf, type EventPayload } from './payloads.js';
-import type { EventType } from './topics.js';
+import { isNotified, type EventType } from './topics.js';
+import { notificationBody } from './notifications.js';
+import { insertNotifications } from '../db/notifications.js';
 import { currentCorrelation } from '../correlation.js';
 
 /**
  * Writes an event of `type` in the caller's transaction (so it exists exactly when the change it
  * describes does); the outbox pump takes it to Kafka and BullMQ. The row carries the request id of the
- * work writing it (shared/correlation.ts). Returns the event id.
+ * work writing it (shared/correlation.ts). A notified event also writes its notifications (sms, push) here,
+ * in the same transaction: the notifications worker sends them from PostgreSQL. Returns the event id.
  */
 export async function writeEvent<T extends EventType>(
   tx: CommonQueryMethods,
@@ -23,6 +26,10 @@ export async function writeEvent<T extends EventType>(
     payload: { eventId, type, occurredAt: occurredAt.toISOString(), ...payload },
     requestId: correlation?.requestId ?? null, traceparent: correlation?.traceparent ?? null,
   });
+  const bookingId = (payload as { bookingId?: unknown }).bookingId;
+  if (isNotified(type) && typeof bookingId === 'number') {
+    await insertNotifications(tx, { eventId, eventType: type, bookingId, body: notificationBody[type](bookingId) });
+  }
   return eventId;
 }
 

@@ -27,6 +27,11 @@ export const refundSchema = z.object({
   amount: z.number().int(),
 });
 const intentListSchema = z.object({ data: z.array(paymentIntentSchema) });
+/** A refund as the read API lists it (GET /v1/refunds?…): with what it refunded, to match it to ours. */
+export const listedRefundSchema = refundSchema.extend({ paymentIntentId: z.string(), reference: z.string() });
+const refundListSchema = z.object({ data: z.array(listedRefundSchema) });
+export type ListedRefund = z.infer<typeof listedRefundSchema>;
+const cancelConflictSchema = z.object({ intent: paymentIntentSchema });
 
 export type PaymentIntent = z.infer<typeof paymentIntentSchema>;
 export type PaymentIntentStatus = PaymentIntent['status'];
@@ -105,12 +110,15 @@ export class PspClient {
   private readonly baseUrl: string;
   private readonly apiKey: string;
   private readonly policy: ReturnType<typeof attemptPolicy>;
+  /** The same timeout, no retry: for POSTs whose outcome the caller resolves by looking up (refunds). */
+  private readonly single: ReturnType<typeof attemptPolicy>;
   private readonly onCall?: (call: PspCall) => void;
 
   constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100, onCall }: PspClientOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.apiKey = apiKey;
     this.policy = attemptPolicy(timeoutMs, retries, backoffInitialMs);
+    this.single = attemptPolicy(timeoutMs, 0, backoffInitialMs);
     this.onCall = onCall;
   }
 
@@ -130,11 +138,39 @@ export class PspClient {
     return (await this.request('GET', path, intentListSchema)).data;
   }
 
+  /**
+   * Cancels an intent: the intent, now `canceled` (also when it already was). When it has already succeeded the
+   * provider answers 409 with the intent: that intent is returned (status `succeeded`) rather than thrown.
+   */
+  async cancelIntent(id: string): Promise<PaymentIntent> {
+    try {
+      return await this.request('POST', `/v1/payment_intents/${encodeURIComponent(id)}/cancel`, paymentIntentSchema, {});
+    } catch (e) {
+      const intent = e instanceof ProviderRejectedError && e.status === 409 ? cancelConflictSchema.safeParse(e.body) : null;
+      if (intent?.success && intent.data.intent.status === 'succeeded') return intent.data.intent;
+      throw e;
+    }
+  }
+
+  /**
+   * ONE attempt, never retried here: once the provider has forgotten the key, a retried POST whose first
+   * attempt did create the refund pays it twice. The caller looks the refund up before posting again.
+   */
   createRefund(
     input: { paymentIntentId: string; amount: number; reference: string },
     idempotencyKey: string,
   ): Promise<Refund> {
-    return this.request('POST', '/v1/refunds', refundSchema, input, idempotencyKey);
+    return this.request('POST', '/v1/refunds', refundSchema, input, idempotencyKey, this.single);
+  }
+
+  getRefund(id: string): Promise<Refund> {
+    return this.request('GET', `/v1/refunds/${encodeURIComponent(id)}`, refundSchema);
+  }
+
+  /** The provider's refunds of a payment intent (and reference): how a refund whose POST had no answer is found. */
+  async listRefunds(q: { paymentIntentId: string; reference: string }): Promise<ListedRefund[]> {
+    const path = `/v1/refunds?payment_intent=${encodeURIComponent(q.paymentIntentId)}&reference=${encodeURIComponent(q.reference)}`;
+    return (await this.request('GET', path, refundListSchema)).data;
   }
 
   /** `send`, timed and reported to `onCall` with its outcome. */
@@ -144,11 +180,12 @@ export class PspClient {
     schema: z.ZodType<T, z.ZodTypeDef, unknown>,
     body?: unknown,
     idempotencyKey?: string,
+    policy = this.policy,
   ): Promise<T> {
     const started = performance.now();
     let outcome: PspCall['outcome'] = 'ok';
     try {
-      return await this.send(method, path, schema, body, idempotencyKey);
+      return await this.send(method, path, schema, body, idempotencyKey, policy);
     } catch (e) {
       outcome = outcomeOf(e);
       throw e;
@@ -163,6 +200,7 @@ export class PspClient {
     schema: z.ZodType<T, z.ZodTypeDef, unknown>,
     body?: unknown,
     idempotencyKey?: string,
+    policy = this.policy,
   ): Promise<T> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -172,7 +210,7 @@ export class PspClient {
 
     let answer: { status: number; text: string };
     try {
-      answer = await this.policy.execute(async ({ signal }) => {
+      answer = await policy.execute(async ({ signal }) => {
         const res = await fetch(this.baseUrl + path, { method, headers, body: payload, signal });
         const text = await res.text(); // inside the timeout: a stalled body is a timeout too
         if (res.status >= 500) throw new ServerError(res.status);

@@ -11,7 +11,9 @@ export const WEBHOOK_EVENT_TYPES = [
 ] as const;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
-const str = z.string().min(1).max(255);
+/** No NUL (PostgreSQL's text and jsonb refuse it) and well-formed Unicode: such an id is not well-formed. */
+const storable = (s: string) => !s.includes('\u0000') && !/\p{Cs}/u.test(s);
+const str = z.string().min(1).max(255).refine(storable, 'no NUL or malformed Unicode');
 
 /**
  * An event as the service accepts it (after its signature): any `type` (unknown ones are acknowledged and
@@ -23,9 +25,10 @@ export const webhookEventSchema = z.object({
   created: z.number().int().optional(),
   data: z.object({
     paymentIntentId: str,
-    reference: z.string().max(64),
+    // Any text: one that names no booking (a longer one included) is an unknown reference, acknowledged with 200.
+    reference: z.string().refine(storable, 'no NUL or malformed Unicode'),
     amount: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
-    currency: z.string().min(1).max(8),
+    currency: z.string().min(1).max(8).refine(storable, 'no NUL or malformed Unicode'),
     providerTxnId: str.nullable().optional().default(null),
     refundId: str.nullable().optional(),
   }),

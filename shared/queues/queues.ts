@@ -2,18 +2,20 @@ import { Queue, type ConnectionOptions } from 'bullmq';
 import { z } from 'zod';
 import { currentCorrelation, traceparentFor, type Correlation } from '../correlation.js';
 import type { Config } from '../config.js';
+import { redisTls } from '../redis-tls.js';
 import {
-  EXPIRY_QUEUE, QUEUES, QUEUE_NAMES, REFUNDS_QUEUE, SCHEDULED_JOB_OPTIONS, SCHEDULES, expiryJobId, refundSweepJobId,
-  type JobData, type QueueName, type QueuedJob, type ScheduleId,
+  QUEUES, QUEUE_NAMES, SCHEDULED_JOB_OPTIONS, SCHEDULES,
+  type QueueName, type QueuedJob, type ScheduleId,
 } from './registry.js';
 
-/** BullMQ wants blocking connections that retry forever (producers and workers alike). */
+/** BullMQ wants blocking connections that retry forever (producers and workers alike); TLS as the URL says. */
 export function queueConnection(url: string): ConnectionOptions {
   const u = new URL(url);
   return {
-    host: u.hostname, port: Number(u.port || 6379), db: Number(u.pathname.slice(1) || 0),
-    username: u.username || undefined, password: u.password ? decodeURIComponent(u.password) : undefined,
+    host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 6379), db: Number(u.pathname.slice(1) || 0),
+    username: u.username ? decodeURIComponent(u.username) : undefined, password: u.password ? decodeURIComponent(u.password) : undefined,
     maxRetriesPerRequest: null,
+    ...redisTls(url),
   };
 }
 
@@ -42,21 +44,6 @@ export function correlationOf(data: unknown): Correlation | undefined {
 
 /** A job's data: its payload and, beside it, the correlation it was enqueued in (the payload schemas ignore those fields). */
 const dataWith = (data: object, c: Correlation | undefined) => (c ? { ...data, requestId: c.requestId, traceparent: c.traceparent } : data);
-
-/** Adds a job carrying the correlation of the work adding it. */
-function addJob<Q extends QueueName>(queues: Queues, queue: Q, name: string, data: JobData<Q>, opts: { jobId: string; delay?: number; removeOnComplete?: boolean; removeOnFail?: boolean }) {
-  return queues[queue].add(name, dataWith(data, currentCorrelation()), opts);
-}
-
-/** The expiry check of a hold at `at` (a no-op when that check is already queued). */
-export async function scheduleExpiry(queues: Queues, bookingId: number, at: Date, now = Date.now()): Promise<void> {
-  await addJob(queues, EXPIRY_QUEUE, 'expire', { bookingId }, { jobId: expiryJobId(bookingId, at), delay: Math.max(0, at.getTime() - now) });
-}
-
-/** A sweep's re-add of a refund whose job was lost; removed when done, so a later sweep can add it again. */
-export async function reenqueueRefund(queues: Queues, refundId: number, attempts: number): Promise<void> {
-  await addJob(queues, REFUNDS_QUEUE, 'refund', { refundId }, { jobId: refundSweepJobId(refundId, attempts), removeOnComplete: true, removeOnFail: true });
-}
 
 /** A job to add, with the correlation (request id) it belongs to, if any. */
 export type CorrelatedJob = QueuedJob & { correlation?: Correlation };

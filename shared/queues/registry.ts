@@ -1,27 +1,20 @@
 import type { JobsOptions } from 'bullmq';
 import { z } from 'zod';
-import { EVENT_TYPES, NOTIFY_CHANNELS, isNotified } from '../events/topics.js';
 import type { PublishedEvent } from '../events/payloads.js';
 
+// Refunds and notifications are not here: they are rows in PostgreSQL worked by due loops (workers/due-loop.ts),
+// so that nothing that must happen depends on a job only Redis remembers (issue 8).
 // Every BullMQ queue in one place: its name, the zod shape of its jobs, its job options and retry
 // backoff, the ids its jobs get, and the repeatable jobs (schedules) it runs. Producers (the outbox pump,
 // sweeps), workers, the dashboard and the queue-depth gauges all read it from here.
 
-export const EXPIRY_QUEUE = 'expiry';
-export const REFUNDS_QUEUE = 'refunds';
-export const NOTIFICATIONS_QUEUE = 'notifications';
 export const MAINTENANCE_QUEUE = 'maintenance';
 
 const id = z.number().int().positive();
 /** A schedule's tick: re-create from the database any job Redis lost. */
 const sweep = z.object({ sweep: z.literal(true) });
 
-/** 1 s, 2 s, 4 s … capped at 5 min: about a day of retries before the job is left failed (and visible). */
-export const refundBackoffMs = (attemptsMade: number) => Math.min(300_000, 1000 * 2 ** Math.max(0, attemptsMade - 1));
-/** 250 ms doubling, capped at 30 s. */
-const expiryBackoffMs = (attemptsMade: number) => Math.min(30_000, 250 * 2 ** Math.max(0, attemptsMade - 1));
-
-interface QueueSpec {
+export interface QueueSpec {
   payload: z.ZodTypeAny;
   defaultJobOptions: JobsOptions;
   /** For job options `backoff: {type: <queue name>}`: the delay before retry number `attemptsMade`. */
@@ -29,22 +22,6 @@ interface QueueSpec {
 }
 
 export const QUEUES = {
-  [EXPIRY_QUEUE]: {
-    payload: z.object({ bookingId: id }).or(sweep),
-    // A failing check (database down, a bug) retries every ≤ 30 s for days instead of giving up: a job left
-    // in the failed set would block the sweep's re-add (same job id) and the hold would never expire.
-    defaultJobOptions: { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 20_000, backoff: { type: EXPIRY_QUEUE } },
-    backoffMs: expiryBackoffMs,
-  },
-  [REFUNDS_QUEUE]: {
-    payload: z.object({ refundId: id }).or(sweep),
-    defaultJobOptions: { removeOnComplete: { age: 86_400 }, removeOnFail: false, attempts: 300, backoff: { type: REFUNDS_QUEUE } },
-    backoffMs: refundBackoffMs,
-  },
-  [NOTIFICATIONS_QUEUE]: {
-    payload: z.object({ eventId: z.string().uuid(), eventType: z.enum(EVENT_TYPES), bookingId: id, channel: z.enum(NOTIFY_CHANNELS) }),
-    defaultJobOptions: { removeOnComplete: { age: 3600 }, removeOnFail: { age: 7 * 86_400 }, attempts: 10, backoff: { type: 'exponential', delay: 1000 } },
-  },
   /** Housekeeping on a schedule (purging old idempotency keys and long-expired quotes). */
   [MAINTENANCE_QUEUE]: {
     payload: z.object({ task: z.enum(['purge-idempotency-keys', 'purge-quotes']) }),
@@ -57,17 +34,6 @@ export const QUEUE_NAMES = Object.keys(QUEUES) as QueueName[];
 export type JobData<Q extends QueueName> = z.infer<(typeof QUEUES)[Q]['payload']>;
 
 // ---- job ids: derived from what the job is about, so adding the same job twice adds it once ----
-
-/** One job per (hold, check time): re-adding the same check is a no-op, a deferred check is a new job. */
-export const expiryJobId = (bookingId: number, at: Date) => `expire-${bookingId}-${at.getTime()}`;
-/**
- * Derived from the refund.requested event: re-dispatching it adds nothing, while a refund id reused by
- * another database sharing this Redis (a reset, a second deployment) can never hit a finished job.
- */
-export const refundJobId = (refundId: number, eventId: string) => `refund-${refundId}-${eventId}`;
-/** A sweep's re-add: each sweep of a refund still stale (its attempts unchanged) adds one job. */
-export const refundSweepJobId = (refundId: number, attempts: number) => `refund-${refundId}-sweep-${attempts}`;
-export const notificationJobId = (eventId: string, channel: string) => `notify-${eventId}-${channel}`;
 
 /** A job to add: its queue, name, data and options (the job id among them). */
 export interface QueuedJob<Q extends QueueName = QueueName> {
@@ -85,21 +51,6 @@ export interface QueuedJob<Q extends QueueName = QueueName> {
  */
 export function jobsForEvent(e: PublishedEvent, now: number): QueuedJob[] {
   const jobs: QueuedJob[] = [];
-  if (e.type === 'booking.held') {
-    const at = new Date(e.holdExpiresAt);
-    jobs.push({ queue: EXPIRY_QUEUE, name: 'expire', data: { bookingId: e.bookingId }, opts: { jobId: expiryJobId(e.bookingId, at), delay: Math.max(0, at.getTime() - now) } });
-  }
-  if (e.type === 'refund.requested') {
-    jobs.push({ queue: REFUNDS_QUEUE, name: 'refund', data: { refundId: e.refundId }, opts: { jobId: refundJobId(e.refundId, e.eventId) } });
-  }
-  if (isNotified(e.type) && e.bookingId !== null) {
-    for (const channel of NOTIFY_CHANNELS) {
-      jobs.push({
-        queue: NOTIFICATIONS_QUEUE, name: 'notify', data: { eventId: e.eventId, eventType: e.type, bookingId: e.bookingId, channel },
-        opts: { jobId: notificationJobId(e.eventId, channel) },
-      });
-    }
-  }
   return jobs;
 }
 
@@ -113,10 +64,6 @@ interface ScheduleSpec<Q extends QueueName = QueueName> {
 const schedule = <Q extends QueueName>(s: ScheduleSpec<Q>) => s;
 
 export const SCHEDULES = {
-  /** Safety net for holds whose delayed expiry job was lost (Redis flushed, enqueue failed after commit). */
-  'expiry-sweep': schedule({ queue: EXPIRY_QUEUE, everyMs: 1000, job: { name: 'sweep', data: { sweep: true } } }),
-  /** Safety net for PENDING refunds whose job is gone (Redis flushed) or gave up. */
-  'refund-sweep': schedule({ queue: REFUNDS_QUEUE, everyMs: 60_000, job: { name: 'sweep', data: { sweep: true } } }),
   'idempotency-purge': schedule({
     queue: MAINTENANCE_QUEUE, everyMs: 3_600_000, job: { name: 'purge-idempotency-keys', data: { task: 'purge-idempotency-keys' } },
   }),

@@ -7,6 +7,7 @@ import { cancellationRefund, mayRunTrip, visibleTo, type Booking, type BookingKi
 import { findBooking, moneyOf, transition } from '../db/bookings.js';
 import { confirmingPayment } from '../db/payments.js';
 import { writeEvent } from '../events/outbox.js';
+import { requireIntentsCancelled } from './intent-cancellations.js';
 import { applyInventoryEffect } from './inventory-effects.js';
 import { requestRefund } from './refunds.js';
 
@@ -68,6 +69,7 @@ export async function cancelBooking(deps: Deps, actor: Actor, id: number, reason
     const refund = cancellationRefund(b, actor, now);
     await transition(tx, b, 'CANCELLED');
     await applyInventoryEffect(tx, b, b.status, 'CANCELLED', describeActor(actor));
+    if (b.status === 'HOLD') await requireIntentsCancelled(tx, b, now);
     await writeEvent(tx, 'booking.cancelled', now, {
       bookingId: b.id, customerId: b.customerId, cancelledBy: describeActor(actor), reason, refundAmount: refund, currency: b.currency,
     });

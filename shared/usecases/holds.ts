@@ -196,8 +196,9 @@ export interface HoldRequest {
 }
 
 /**
- * POST /bookings: validation (the clock included) first, then the Idempotency-Key, then the rate limit,
- * then the hold. Only a created hold keeps its limiter slot; a replay never reaches the limiter.
+ * POST /bookings: the body's shape (the route), then the Idempotency-Key (a replay answers here), then the
+ * checks that need the clock or the catalogue, then the rate limit, then the hold. Only a created hold keeps its
+ * limiter slot; a replay never reaches the limiter.
  */
 export async function placeHold(
   deps: HoldDeps,
@@ -206,11 +207,11 @@ export async function placeHold(
   request: HoldRequest,
 ): Promise<{ outcome: Outcome<HoldResult>; replayed: boolean }> {
   if (actor.role !== 'customer') throw forbidden();
-  checkHoldInput(input, deps.clock.now());
   const scope = request.idempotencyKey === undefined ? undefined : { customerId: actor.id, key: request.idempotencyKey, request: request.body };
   return idempotent(deps, scope, async (remember) => {
-    // Checks that need the catalogue (stays: hotel date, guests, rate plan, quote) come before the limiter too,
-    // and after the key: a replay answers the first outcome even once its quote has expired.
+    // Every check that reads the clock or the catalogue (car: from in the future; stays: hotel date, guests, rate
+    // plan, quote) comes after the key and before the limiter: a replay answers the first outcome even once its
+    // `from` has passed or its quote has expired (the shape of the body was checked before, by the route).
     const prepared = await prepareHold(deps, actor, input);
     const slot = await deps.holdLimiter.acquire(actor.id);
     try {

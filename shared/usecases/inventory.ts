@@ -4,11 +4,13 @@ import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
 import { DomainError, notFound } from '../domain/errors.js';
 import { findRoomType } from '../db/hotels.js';
-import { attributeChanges, listLedger, listNights, lockNights, lockRoomTypeInventory, setSellable } from '../db/inventory.js';
+import { attributeChanges, listNights, lockNights, lockRoomTypeInventory, setSellable } from '../db/inventory.js';
 import { writeEvent } from '../events/outbox.js';
 import { requireOperator, type SearchWriteDeps } from './catalogue.js';
 import { letSearchSee } from './search.js';
 import { MAX_RANGE_NIGHTS, checkNightRange } from '../domain/nights.js';
+import { readLedgerPage } from '../db/ledger-pages.js';
+import { decodeLedgerCursor, encodeLedgerCursor, ledgerPage } from './ledger-cursor.js';
 
 /** An operator's range of nights [from, to): 1 to 366 nights; returns how many. */
 export const checkRange = (from: string, to: string) => checkNightRange(from, to, MAX_RANGE_NIGHTS, { from: 'from', to: 'to', what: 'a range' });
@@ -57,8 +59,20 @@ export async function getInventory(deps: Deps, actor: Actor, roomTypeId: number,
   return { nights: await listNights(deps.db, roomTypeId, q.from, q.to) };
 }
 
-export async function getInventoryAudit(deps: Deps, actor: Actor, roomTypeId: number, q: { from: string; to: string }) {
+/**
+ * A page of the ledger of [from, to), oldest first: `limit` entries at most, from `cursor` (a previous page's
+ * `nextCursor`); `nextCursor` is null once the page holds every entry committed so far.
+ */
+export async function getInventoryAudit(
+  deps: Deps,
+  actor: Actor,
+  roomTypeId: number,
+  q: { from: string; to: string; limit: number; cursor?: string },
+) {
   checkRange(q.from, q.to);
+  const cursor = q.cursor === undefined ? null : decodeLedgerCursor(q.cursor);
   await roomTypeFor(deps, actor, roomTypeId);
-  return { entries: await listLedger(deps.db, roomTypeId, q.from, q.to) };
+  const rows = await readLedgerPage(deps.db, { roomTypeId, from: q.from, to: q.to, limit: q.limit, cursor });
+  const { page, next } = ledgerPage(rows, q.limit, cursor);
+  return { entries: page.map(({ id: _id, late: _late, inFlight: _inFlight, ...e }) => e), nextCursor: next && encodeLedgerCursor(next) };
 }

@@ -1,7 +1,6 @@
 import type { DatabasePool } from '../db/pool.js';
-import { findBooking } from '../db/bookings.js';
-import { recordDelivery } from '../db/notifications.js';
-import { isNotified, type Channel, type EventType, type NotifiedEvent } from '../events/topics.js';
+import { claimDueNotifications, markNotificationSent, releaseNotification, type ClaimedNotification } from '../db/notifications.js';
+import type { Channel } from '../events/topics.js';
 
 export interface Notification {
   eventId: string;
@@ -12,17 +11,18 @@ export interface Notification {
   body: string;
 }
 
-/** Where sms and push messages go. The default records them and can forward them to a webhook. */
+/** Where sms and push messages go. The default forwards them to a webhook (none configured: nothing to send). */
 export interface NotificationProvider {
-  send(n: Notification): Promise<void>;
+  /** `idempotencyKey` is `{eventId}:{channel}`: the same for every resend of one notification. */
+  send(n: Notification, idempotencyKey: string): Promise<void>;
 }
 
 export function webhookNotificationProvider(url: string | undefined, timeoutMs = 3000): NotificationProvider {
   return {
-    async send(n) {
+    async send(n, idempotencyKey) {
       if (!url) return;
       const res = await fetch(url, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(n),
+        method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey }, body: JSON.stringify(n),
         signal: AbortSignal.timeout(timeoutMs),
       });
       if (!res.ok) throw new Error(`notify webhook answered ${res.status}`);
@@ -30,30 +30,28 @@ export function webhookNotificationProvider(url: string | undefined, timeoutMs =
   };
 }
 
-const messages: Record<NotifiedEvent, (id: number) => string> = {
-  'booking.confirmed': (id) => `Booking ${id} is confirmed.`,
-  'booking.expired': (id) => `Your hold ${id} expired before payment.`,
-  'booking.cancelled': (id) => `Booking ${id} was cancelled.`,
-  'refund.succeeded': (id) => `Your refund for booking ${id} was paid.`,
-};
+/** A claim outlives any send (3 s timeout) by far: past it, the row is due again (its process died mid-send). */
+export const NOTIFICATION_LEASE_S = 30;
+/** 1 s after the first failed send, doubling, capped at 1 h. */
+export const notificationRetryDelaySeconds = (attempts: number) => Math.min(3600, 2 ** Math.max(0, attempts - 1));
+
+export const notificationKey = (n: { eventId: string; channel: string }) => `${n.eventId}:${n.channel}`;
 
 /**
- * Sends one notification at most once per (event, channel): the delivery row and the send share a
- * transaction, so a duplicate event finds the row and sends nothing.
+ * Sends one claimed notification and marks it sent. Once per (event, channel): the row is unique, only its
+ * claim's owner sends it, and it is marked sent right after the gateway accepts it. A process killed between the
+ * two sends it again after the lease, with the same Idempotency-Key, so the gateway can drop the repeat.
  */
-export async function deliverNotification(
-  db: DatabasePool,
-  provider: NotificationProvider,
-  job: { eventId: string; eventType: EventType; bookingId: number; channel: Channel },
-): Promise<'sent' | 'duplicate' | 'unknown_booking'> {
-  const booking = await findBooking(db, job.bookingId);
-  if (!booking) return 'unknown_booking';
-  const n: Notification = {
-    ...job, recipient: booking.customerId, body: isNotified(job.eventType) ? messages[job.eventType](job.bookingId) : job.eventType,
-  };
-  return db.transaction(async (tx) => {
-    if (!(await recordDelivery(tx, n))) return 'duplicate';
-    await provider.send(n);
-    return 'sent';
-  });
+export async function deliverNotification(db: DatabasePool, provider: NotificationProvider, c: ClaimedNotification): Promise<'sent' | 'retry'> {
+  const { eventId, eventType, bookingId, channel, recipient, body } = c;
+  try {
+    await provider.send({ eventId, eventType, bookingId, channel, recipient, body }, notificationKey(c));
+  } catch (e) {
+    await releaseNotification(db, c, String((e as Error)?.message ?? e).slice(0, 500), notificationRetryDelaySeconds(c.attempts));
+    return 'retry';
+  }
+  await markNotificationSent(db, c);
+  return 'sent';
 }
+
+export const claimNotifications = (db: DatabasePool, limit: number) => claimDueNotifications(db, limit, NOTIFICATION_LEASE_S);

@@ -7,6 +7,7 @@ import { insertPayment, recordWebhookEvent } from '../db/payments.js';
 import { findRefundForWebhook } from '../db/refunds.js';
 import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
+import { requireIntentCancellation } from '../db/intent-cancellations.js';
 import { requestRefund, settleRefundOnce } from './refunds.js';
 import { isOwner } from '../domain/booking.js';
 import { parseIdText } from '../domain/ids.js';
@@ -29,6 +30,13 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
       `deposit-${b.id}`,
     );
     await savePaymentIntent(deps.db, b.id, intent.id);
+    // The booking may have left HOLD while the intent was being created, and its intents' cancellation may have
+    // run before this one existed: owe it again, so this intent is cancelled too, and send no one to pay it.
+    const after = await findBooking(deps.db, b.id);
+    if (after && after.status !== 'HOLD') {
+      await requireIntentCancellation(deps.db, b.id, deps.clock.now());
+      throw invalidState(after.status, 'pay');
+    }
     return intent.checkoutUrl;
   } catch (e) {
     if (e instanceof ProviderUnreachableError) {
@@ -44,7 +52,8 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
 export interface PaymentSuccess {
   reference: string;
   paymentIntentId: string;
-  providerTxnId: string;
+  /** Null when a provider answer reported the success without it (the webhook brings it later). */
+  providerTxnId: string | null;
   amount: number;
   currency: string;
 }
@@ -56,7 +65,8 @@ export type PaymentOutcome = 'confirmed' | 'refunded' | 'duplicate' | 'unknown_b
 
 
 /**
- * Applies a provider success once per providerTxnId, in the caller's transaction. A success for a HOLD
+ * Applies a provider success once per payment intent (and providerTxnId), in the caller's transaction: the
+ * webhook and the provider's answer to expiry or intent cancellation meet on the intent id, whichever comes first. A success for a HOLD
  * with the exact deposit confirms it; any other success is refunded in full. The booking row is locked,
  * so this and the expiry (same lock, version CAS) are serialised: exactly one of them wins.
  */

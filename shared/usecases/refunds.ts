@@ -1,10 +1,15 @@
 import type { Deps } from './deps.js';
 import type { CommonQueryMethods } from '../db/pool.js';
-import { findRefund, insertRefund, noteRefundAttempt, settleRefund, type NewRefund, type RefundRow } from '../db/refunds.js';
+import {
+  insertRefund, ownedProviderRefundIds, releaseRefund, settleRefund, type ClaimedRefund, type NewRefund, type RefundRow,
+} from '../db/refunds.js';
 import { writeEvent } from '../events/outbox.js';
-import { ProviderRejectedError } from '../psp/client.js';
+import { ProviderRejectedError, type Refund } from '../psp/client.js';
 
-/** Creates a PENDING refund and its refund.requested event, in the caller's transaction; the refund worker pays it. */
+/**
+ * Creates a PENDING refund and its refund.requested event, in the caller's transaction. The row is the obligation:
+ * due at once, the refund worker's due loop pays it (no job anywhere else).
+ */
 export async function requestRefund(tx: CommonQueryMethods, now: Date, r: NewRefund): Promise<void> {
   const refund = await insertRefund(tx, r);
   await writeEvent(tx, 'refund.requested', now, {
@@ -16,7 +21,7 @@ export async function requestRefund(tx: CommonQueryMethods, now: Date, r: NewRef
 export async function settleRefundOnce(
   tx: CommonQueryMethods,
   deps: Pick<Deps, 'clock'>,
-  refund: RefundRow,
+  refund: Pick<RefundRow, 'id' | 'bookingId' | 'amount' | 'currency'>,
   status: 'SUCCEEDED' | 'FAILED',
   providerRefundId: string | null,
 ): Promise<boolean> {
@@ -27,44 +32,52 @@ export async function settleRefundOnce(
   return true;
 }
 
-/** Thrown while the provider has not settled the refund yet: the job retries with backoff. */
-export class RefundStillPendingError extends Error {
-  override name = 'RefundStillPendingError';
-}
+/** The wait before a refund's next pass: 1 s after the first, doubling, capped at 1 h (the contract's cap). */
+export const refundRetryDelaySeconds = (attempts: number) => Math.min(3600, 2 ** Math.max(0, attempts - 1));
 
-export type RefundOutcome = 'SUCCEEDED' | 'FAILED' | 'already_settled' | 'missing';
+export type RefundOutcome = 'SUCCEEDED' | 'FAILED' | 'pending' | 'retry' | 'already_settled';
+
+const describe = (e: unknown) =>
+  e instanceof ProviderRejectedError ? `rejected: ${e.status} ${JSON.stringify(e.body).slice(0, 200)}` : String((e as Error)?.message ?? e).slice(0, 500);
 
 /**
- * Pays one refund at the provider. The idempotency key refund-{id} makes every retry the same refund.
- * Unreachable provider and `pending` answers throw, so the queue retries with backoff.
+ * The refund an earlier pass may have created though no answer told us (a timeout or 5xx, or a process killed
+ * mid-call): the provider's refunds of the same intent, reference and amount that no other refund row owns.
+ * Asked before any POST but a refund's first, so a provider that forgot the idempotency key never pays twice.
  */
-export async function payRefund(deps: Deps, refundId: number): Promise<RefundOutcome> {
-  const refund = await findRefund(deps.db, refundId);
-  if (!refund) return 'missing';
-  if (refund.status !== 'PENDING') return 'already_settled';
-  let answer;
+async function findCreatedEarlier(deps: Deps, claim: ClaimedRefund): Promise<Refund | null> {
+  const listed = await deps.psp.listRefunds({ paymentIntentId: claim.paymentIntentId, reference: String(claim.bookingId) });
+  const candidates = listed.filter((r) => r.paymentIntentId === claim.paymentIntentId && r.amount === claim.amount);
+  const owned = await ownedProviderRefundIds(deps.db, candidates.map((r) => r.id));
+  return candidates.find((r) => !owned.has(r.id)) ?? null;
+}
+
+/**
+ * One pass over one claimed PENDING refund, at most ONE POST (never retried within the pass):
+ * 1. its provider refund id is known (an answer gave it): GET it;
+ * 2. else, if an earlier pass ran (attempts > 1), look for the refund that pass may have created, and adopt it;
+ * 3. else POST /v1/refunds with the idempotency key refund-{id}.
+ * `succeeded`/`failed` settle it (once, with its event); `pending` and every trouble (unreachable, any 4xx) keep it
+ * PENDING and due again after the backoff: FAILED only on the provider's word.
+ */
+export async function payRefund(deps: Deps, claim: ClaimedRefund): Promise<RefundOutcome> {
+  let answer: Refund | null;
   try {
-    answer = await deps.psp.createRefund(
-      { paymentIntentId: refund.paymentIntentId, amount: refund.amount, reference: String(refund.bookingId) },
-      `refund-${refund.id}`,
+    answer = claim.providerRefundId ? await deps.psp.getRefund(claim.providerRefundId) : null;
+    if (!answer && claim.attempts > 1) answer = await findCreatedEarlier(deps, claim);
+    answer ??= await deps.psp.createRefund(
+      { paymentIntentId: claim.paymentIntentId, amount: claim.amount, reference: String(claim.bookingId) },
+      `refund-${claim.id}`,
     );
   } catch (e) {
-    if (e instanceof ProviderRejectedError) {
-      return deps.db.transaction(async (tx) => {
-        await noteRefundAttempt(tx, refund.id, { error: `rejected: ${e.status}` });
-        return (await settleRefundOnce(tx, deps, refund, 'FAILED', null)) ? 'FAILED' : 'already_settled';
-      });
-    }
-    await noteRefundAttempt(deps.db, refund.id, { error: String((e as Error).message ?? e) });
-    throw e;
+    await releaseRefund(deps.db, claim, { error: describe(e), retryInSeconds: refundRetryDelaySeconds(claim.attempts) });
+    return 'retry';
   }
   if (answer.status === 'pending') {
-    await noteRefundAttempt(deps.db, refund.id, { providerRefundId: answer.id });
-    throw new RefundStillPendingError(`refund ${refund.id} pending at the provider`);
+    await releaseRefund(deps.db, claim, { providerRefundId: answer.id, retryInSeconds: refundRetryDelaySeconds(claim.attempts) });
+    return 'pending';
   }
   const status = answer.status === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
-  return deps.db.transaction(async (tx) => {
-    await noteRefundAttempt(tx, refund.id, { providerRefundId: answer.id });
-    return (await settleRefundOnce(tx, deps, refund, status, answer.id)) ? status : 'already_settled';
-  });
+  const refund = { id: claim.id, bookingId: claim.bookingId, amount: claim.amount, currency: claim.currency };
+  return deps.db.transaction(async (tx) => ((await settleRefundOnce(tx, deps, refund, status, answer.id)) ? status : 'already_settled'));
 }

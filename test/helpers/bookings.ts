@@ -58,17 +58,15 @@ export async function settledRefunds(h: Harness, bookingId: number, timeoutMs = 
 }
 
 /**
- * Waits until every outbox row is dispatched and the refund and notification queues have nothing
- * waiting, delayed or running; then checks once more after a short pause so a late job cannot slip by.
+ * Waits until every outbox row is dispatched, no notification is unsent and no refund is PENDING (their due rows
+ * in PostgreSQL: nothing waiting, due later or running); then checks once more after a short pause so late work
+ * cannot slip by.
  */
 export async function drained(h: Harness, timeoutMs = 15_000): Promise<void> {
   const idle = async () => {
     if ((await count(h, `SELECT 1 FROM outbox WHERE dispatched_at IS NULL`)) > 0) return false;
-    for (const name of ['refunds', 'notifications']) {
-      const c = await h.queues[name]!.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'waiting-children');
-      if (Object.values(c).some((n) => n > 0)) return false;
-    }
-    return true;
+    if ((await count(h, `SELECT 1 FROM notification WHERE sent_at IS NULL`)) > 0) return false;
+    return (await count(h, `SELECT 1 FROM refund WHERE status = 'PENDING'`)) === 0;
   };
   await waitFor(idle, timeoutMs);
   await sleep(150);
@@ -77,6 +75,7 @@ export async function drained(h: Harness, timeoutMs = 15_000): Promise<void> {
 
 /** Notification rows of a booking as "eventType/channel", sorted. */
 export async function notificationsOf(h: Harness, bookingId: number): Promise<string[]> {
-  const { rows } = await h.sql(`SELECT event_type, channel FROM notification WHERE booking_id = $1 ORDER BY event_type, channel`, [bookingId]);
+  const { rows } = await h.sql(`SELECT event_type, channel FROM notification WHERE booking_id = $1 AND sent_at IS NOT NULL
+                                ORDER BY event_type, channel`, [bookingId]);
   return rows.map((r) => `${r.event_type}/${r.channel}`);
 }

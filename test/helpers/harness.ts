@@ -11,12 +11,12 @@ import { createApp } from '../../api/app.js';
 import { createMetrics } from '../../api/metrics.js';
 import { registerOpsGauges } from '../../api/ops-gauges.js';
 import { createPspSandbox } from './sandbox.js';
-import { startWorker, type WorkerDeps } from '../../workers/runner.js';
-import { expiryWorker } from '../../workers/expiry.js';
-import { refundsWorker } from '../../workers/refunds.js';
-import { notificationsWorker } from '../../workers/notifications.js';
+import type { WorkerDeps } from '../../workers/runner.js';
+import { startExpiryLoops } from '../../workers/expiry.js';
+import { startRefundLoop } from '../../workers/refunds.js';
+import { startNotificationLoop } from '../../workers/notifications.js';
 import { startPump } from '../../workers/pump.js';
-import { openQueues, upsertSchedule, type Queues } from '../../shared/queues/queues.js';
+import { openQueues, type Queues } from '../../shared/queues/queues.js';
 import { webhookNotificationProvider } from '../../shared/usecases/notifications.js';
 import { client, token, type Client } from './http.js';
 import { startSearchIndexes } from '../../shared/search/start.js';
@@ -26,7 +26,7 @@ export const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface HarnessOptions {
   env?: Record<string, string>;
-  /** Runs the expiry, refund and notification workers and the outbox pump's dispatch lane (no Kafka) in this process. */
+  /** Runs the expiry loops, the refund and notification due loops and the outbox pump (no Kafka) in this process. */
   workers?: boolean;
   clock?: Clock;
 }
@@ -73,17 +73,13 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const searchIndex = startSearchIndexes(base.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
   server.on('request', createApp({ ...base, redis, metrics, searchIndex }).callback());
 
-  const workers: Worker[] = [];
+  const dueLoops: { stop(): Promise<void> }[] = [];
   let dispatcher: { stop(): Promise<void> } | null = null;
+  let expiryLoops: { stop(): Promise<void> } | null = null;
   if (opts.workers) {
-    workers.push(
-      startWorker(expiryWorker, deps),
-      startWorker(refundsWorker, deps),
-      startWorker(notificationsWorker(webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL)), deps),
-    );
-    await upsertSchedule(queues, 'expiry-sweep');
-    // The refund sweep's scheduler is left out: its ever-present delayed job would keep the refunds
-    // queue from ever looking drained; tests call sweepStaleRefunds directly.
+    expiryLoops = startExpiryLoops(deps);
+    // Refunds and notifications: due loops over their PostgreSQL rows (no queue).
+    dueLoops.push(startRefundLoop(deps), startNotificationLoop(deps, webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL)));
     // A fail-fast connection (no offline queue) tells "Redis is down" at once, before any row is locked.
     const probe = requestRedis(config.REDIS_URL);
     probe.on('error', () => {});
@@ -99,7 +95,8 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     async close() {
       await searchIndex?.stop();
       await dispatcher?.stop();
-      await Promise.all(workers.map((w) => w.close()));
+      await expiryLoops?.stop();
+      await Promise.all(dueLoops.map((l) => l.stop()));
       for (const q of Object.values(queues)) {
         await q.obliterate({ force: true }).catch(() => {});
         await q.close();

@@ -6,6 +6,8 @@ import type { SandboxFaults, SandboxIntent, SandboxRefund, SentWebhook } from '.
  * its provider API (`/v1/*`). Never through its in-memory state. This is the one test module that imports
  * the sandbox's code (to start it, and for its types).
  */
+export type { RefundFaults } from '../../sandbox/refunds.js';
+import type { RefundFaults } from '../../sandbox/refunds.js';
 export { createPspSandbox, defaultFaults, type PspSandbox, type SandboxFaults, type WebhookEvent } from '../../sandbox/app.js';
 
 /** What `GET /sandbox/state` answers. */
@@ -36,6 +38,9 @@ export function sandboxAt(baseUrl: string, apiKey?: string) {
     post: async (path: string, body?: unknown) => ok(await control('POST', path, body)),
     setFaults: async (faults: Partial<SandboxFaults>): Promise<SandboxFaults> => ok(await control('POST', '/faults', faults)),
     resetFaults: async (): Promise<SandboxFaults> => ok(await control('DELETE', '/faults')),
+    /** The refund knobs (sandbox/refunds.ts): injected 4xx, answers lost after creating, forgotten keys, silent webhooks. */
+    setRefundFaults: async (knobs: Partial<RefundFaults>): Promise<RefundFaults> => ok(await control('POST', '/refund-faults', knobs)),
+    resetRefundFaults: async (): Promise<RefundFaults> => ok(await control('DELETE', '/refund-faults')),
     /** Resolves once no webhook delivery or delayed transition is pending at the sandbox. */
     idle: async (): Promise<void> => ok(await control('POST', '/idle')),
     state,

@@ -7,11 +7,10 @@ import { newCar } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
 import { createKafka, ensureTopics } from '../../workers/kafka.js';
 import { startPublishLane } from '../helpers/kafka.js';
-import { expiryJobId } from '../../shared/queues/registry.js';
 
-// One request id finds a booking's whole story: the hold request's X-Request-Id (and its W3C trace) is
-// written with booking.held, copied by the outbox pump into the expiry job (dispatch lane) and into the Kafka
-// headers (publish lane), and the expiry job, running in it, writes booking.expired with the same id.
+// One request id finds a booking's story: the hold request's X-Request-Id (and its W3C trace) is written with
+// booking.held and copied by the outbox pump into the Kafka headers (publish lane). The expiry is no job any more
+// (the expiry process's PostgreSQL loop, issue 8): booking.expired is its own story, with its own event headers.
 
 const BROKERS = ['127.0.0.1:9092'];
 const prefix = `corr${randomBytes(4).toString('hex')}.`;
@@ -21,7 +20,7 @@ let relay: { stop(): Promise<void> };
 const received: { topic: string; key: string; headers: Record<string, string> }[] = [];
 
 beforeAll(async () => {
-  // Holds expire after 2 s, through the delayed job the pump's dispatch lane adds (not the sweep).
+  // Holds expire after 2 s (the expiry loop).
   h = await startHarness({ workers: true, env: { HOLD_TTL_S: '2' } });
   const kafka = createKafka(BROKERS, 'correlation-test');
   await ensureTopics(kafka, prefix);
@@ -45,7 +44,7 @@ afterAll(async () => {
 });
 
 describe('request id and trace context', () => {
-  it('reach the outbox row, the job data and the Kafka headers, and the events the job writes', async () => {
+  it('reach the outbox row and the Kafka headers', async () => {
     const carId = await newCar(h);
     const requestId = `story-${randomUUID()}`;
     const traceId = randomBytes(16).toString('hex');
@@ -64,24 +63,17 @@ describe('request id and trace context', () => {
     expect(held.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
     expect(held.traceparent).not.toContain(callerSpan);
 
-    // The job the pump made of it.
-    const job = await waitFor(() => h.queues.expiry!.getJob(expiryJobId(bookingId, new Date(r.json.holdExpiresAt))), 10_000);
-    expect(job.data).toMatchObject({ bookingId, requestId, traceparent: held.traceparent });
-
-    // The expiry job ran in the same story: booking.expired carries the id too.
-    const expired = await waitFor(async () => (await h.sql(
-      `SELECT request_id, traceparent FROM outbox WHERE topic = 'booking.expired' AND message_key = $1`, [String(bookingId)])).rows[0], 15_000);
-    expect(expired.request_id).toBe(requestId);
-
-    // Kafka: both events, each with request-id and traceparent headers beside event-id and event-type.
+    // Kafka: both events with event-id and event-type; the hold's with its request-id and traceparent.
     const messages = await waitFor(async () => {
       const mine = received.filter((m) => m.key === String(bookingId));
       return mine.length >= 2 ? mine : null;
     }, 20_000);
     expect(messages.map((m) => m.topic).sort()).toEqual(['booking.expired', 'booking.held']);
     for (const m of messages) {
-      expect(m.headers['request-id'], m.topic).toBe(requestId);
-      expect(m.headers.traceparent, m.topic).toMatch(new RegExp(`^00-${traceId}-`));
+      if (m.topic === 'booking.held') {
+        expect(m.headers['request-id'], m.topic).toBe(requestId);
+        expect(m.headers.traceparent, m.topic).toMatch(new RegExp(`^00-${traceId}-`));
+      }
       expect(m.headers['event-id'], m.topic).toBeTruthy();
       expect(m.headers['event-type'], m.topic).toBe(m.topic);
     }

@@ -5,12 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config.js';
 import { queueConnection } from '../../shared/queues/queues.js';
 import { createDashboard } from '../../dashboards/server.js';
-import { NOTIFICATIONS_QUEUE } from '../../shared/queues/registry.js';
+import { MAINTENANCE_QUEUE } from '../../shared/queues/registry.js';
 
 describe('dashboard: cross-site requests', () => {
   const config = parseConfig({ DASHBOARD_USER: 'ops', DASHBOARD_PASSWORD: 'pw', REDIS_URL: 'redis://127.0.0.1:6379/5', QUEUE_PREFIX: `csrf${Date.now()}` });
   const auth = `Basic ${Buffer.from('ops:pw').toString('base64')}`;
-  const name = NOTIFICATIONS_QUEUE;
+  const name = MAINTENANCE_QUEUE;
   let server: Server;
   let close: () => Promise<unknown>;
   let base: string;

@@ -3,11 +3,11 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
 import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, statusOf, topicsOf } from '../helpers/bookings.js';
 import { holdCar, requestPay } from '../helpers/cars.js';
-import { expireNow } from '../helpers/expiry.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 import { PspClient } from '../../shared/psp/client.js';
-import { EXPIRY_QUEUE } from '../../shared/queues/registry.js';
+import { startExpiryLoops } from '../../workers/expiry.js';
+import { expireNow, makeDue } from '../helpers/expiry.js';
 
 // A HOLD past holdExpiresAt becomes EXPIRED within 1 s, unless a payment may be in flight (provider asked).
 const HOLD_TTL_S = 2;
@@ -63,21 +63,42 @@ describe('expiry', () => {
     expect(await notificationsOf(h, b.id)).toEqual(['booking.expired/push', 'booking.expired/sms']);
   });
 
-  it('the sweeper expires a hold whose delayed job was removed', async () => {
-    const b = await holdCar(h);
-    const jobId = `expire-${b.id}-${b.holdExpiresAt.getTime()}`;
-    const queue = h.queues[EXPIRY_QUEUE]!;
-    const job = await waitFor(() => queue.getJob(jobId), 5000, 20);
-    expect(await job.isDelayed()).toBe(true);
-    await job.remove();
-    expect(await queue.getJob(jobId)).toBeUndefined();
-    expect(await statusOf(h, b.id)).toBe('HOLD');
+  it('three more expiry loops, a slow provider: each pay-requested hold is checked once (its lease keeps the others off), then expires', async () => {
+    await sandbox(h).setFaults({ apiDelayMs: 300 });
+    const asked = new Map<string, number>();
+    const psp = Object.create(h.deps.psp) as PspClient;
+    psp.listPaymentIntents = async (reference) => {
+      asked.set(reference, (asked.get(reference) ?? 0) + 1);
+      return h.deps.psp.listPaymentIntents(reference);
+    };
+    const more = [1, 2, 3].map(() => startExpiryLoops({ ...h.deps, psp }));
+    try {
+      const holds = await Promise.all(Array.from({ length: 12 }, () => holdCar(h)));
+      await Promise.all(holds.map((b) => requestPay(h, b)));
+      await Promise.all(holds.map((b) => makeDue(h, b.id)));
+      const ids = holds.map((b) => b.id);
+      await waitFor(async () => (await count(h, `SELECT 1 FROM booking WHERE id = ANY($1::bigint[]) AND status = 'EXPIRED'`, [ids])) === ids.length, 15_000);
+      // The harness's own loop (the real client, not counted) may have taken some; none was asked twice.
+      for (const b of holds) expect(asked.get(String(b.id)) ?? 0, `hold ${b.id}`).toBeLessThanOrEqual(1);
+      expect([...asked.values()].reduce((a, n) => a + n, 0)).toBeGreaterThan(0);
+    } finally {
+      await Promise.all(more.map((l) => l.stop()));
+    }
+  });
 
-    await waitStatus(b.id, 'EXPIRED');
-    const at = (await occurredAt(b.id, 'booking.expired'))!;
-    expect(at).toBeGreaterThanOrEqual(b.holdExpiresAt.getTime());
-    // The sweeper runs every second: caught within about one sweep.
-    expect(at - b.holdExpiresAt.getTime()).toBeLessThan(2500);
+  it('three expiry loops share the due holds: each expires exactly once', async () => {
+    // The harness runs one loop; two more here, as if three expiry processes ran.
+    const more = [startExpiryLoops(h.deps), startExpiryLoops(h.deps)];
+    try {
+      const holds = await Promise.all(Array.from({ length: 40 }, (_, i) => holdCar(h, { fromHours: 300 + i * 3 })));
+      await Promise.all(holds.map((b) => makeDue(h, b.id)));
+      await waitFor(async () => (await count(h, `SELECT 1 FROM booking WHERE id = ANY($1::bigint[]) AND status = 'EXPIRED'`, [holds.map((b) => b.id)])) === 40, 10_000);
+      const ids = holds.map((b) => String(b.id));
+      expect(await count(h, `SELECT 1 FROM outbox WHERE topic = 'booking.expired' AND message_key = ANY($1::text[])`, [ids])).toBe(40);
+      expect(await count(h, `SELECT 1 FROM booking WHERE id = ANY($1::bigint[]) AND next_expiry_check_at IS NOT NULL`, [holds.map((b) => b.id)])).toBe(0);
+    } finally {
+      await Promise.all(more.map((l) => l.stop()));
+    }
   });
 
   it('provider says processing at expiry: hold kept past holdExpiresAt, then a silent success confirms it (no webhook)', async () => {

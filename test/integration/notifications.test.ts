@@ -7,11 +7,10 @@ import { drained, notificationsOf, outboxOf, settledRefunds, statusOf } from '..
 import { holdCar, hostToken, type Hold } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
-import { NOTIFICATIONS_QUEUE, notificationJobId } from '../../shared/queues/registry.js';
 
 /** Stands in for the sms/push gateway (NOTIFY_WEBHOOK_URL): records what it accepted, can fail on demand. */
 const gateway = {
-  accepted: [] as { eventId: string; eventType: string; bookingId: number; channel: string; recipient: number }[],
+  accepted: [] as { eventId: string; eventType: string; bookingId: number; channel: string; recipient: number; key?: string }[],
   failNext: 0,
   refused: 0,
 };
@@ -29,7 +28,8 @@ beforeAll(async () => {
         res.writeHead(503).end();
         return;
       }
-      gateway.accepted.push(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      const key = req.headers['idempotency-key'];
+      gateway.accepted.push({ ...JSON.parse(Buffer.concat(chunks).toString('utf8')), key: typeof key === 'string' ? key : undefined });
       res.writeHead(204).end();
     });
   });
@@ -99,27 +99,21 @@ describe('notifications', () => {
     expect(gateway.accepted.length).toBe(sentBefore);
   });
 
-  it('even when the earlier jobs are gone, re-dispatched jobs run again and find the delivery already made', async () => {
+  it('a notification whose sender died after the gateway took it goes again with the same Idempotency-Key, and only it', async () => {
     const b = await fullLifecycle();
     const before = await notificationRows(b.id);
     const sentBefore = gateway.accepted.length;
-    const queue = h.queues[NOTIFICATIONS_QUEUE]!;
-    const jobIds = before.map((r) => notificationJobId(r.event_id, r.channel));
-    for (const id of jobIds) {
-      const job = await queue.getJob(id);
-      expect(job?.returnvalue, id).toBe('sent');
-      await job!.remove();
-    }
-
-    await h.sql(`UPDATE outbox SET dispatched_at = NULL WHERE message_key = $1`, [String(b.id)]);
-    // Every (event, channel) job runs a second time and reports a duplicate.
-    await waitFor(async () => {
-      const jobs = await Promise.all(jobIds.map((id) => queue.getJob(id)));
-      return jobs.every((j) => j?.finishedOn && j.returnvalue === 'duplicate');
-    });
+    expect(sentFor(b.id)).toHaveLength(6);
+    for (const n of gateway.accepted.filter((a) => a.bookingId === b.id)) expect(n.key).toBe(`${n.eventId}:${n.channel}`);
+    // As a worker killed between the gateway's answer and its UPDATE leaves the row: unsent, lease run out.
+    const [lost] = before;
+    await h.sql(`UPDATE notification SET sent_at = NULL, next_attempt_at = now() WHERE event_id = $1 AND channel = $2`, [lost.event_id, lost.channel]);
+    await waitFor(async () => (await notificationRows(b.id)).every((r) => r.sent_at !== null));
     await drained(h);
-    expect(await notificationRows(b.id)).toEqual(before);
-    expect(gateway.accepted.length).toBe(sentBefore);
+    expect(gateway.accepted.length).toBe(sentBefore + 1);
+    // The repeat carries the first delivery's key: the gateway can tell it is the same message.
+    expect(gateway.accepted.at(-1)!.key).toBe(`${lost.event_id}:${lost.channel}`);
+    expect(new Set(gateway.accepted.filter((a) => a.bookingId === b.id).map((a) => a.key)).size).toBe(6);
   });
 
   it('a gateway failure is retried and the message still goes out once', async () => {

@@ -71,6 +71,27 @@ describe('npm start (scripts/start.ts)', () => {
   }, 120_000);
 });
 
+describe('npm start with API_WORKERS=2', () => {
+  // Regression: the cluster's workers inherited SUPERVISOR_PID, saw a parent that was not it, and exited at once
+  // (exit 1, no log line) — the API never answered under `npm start` with more than one worker.
+  it('serves from both API workers, which go when the supervisor is killed with -9', async () => {
+    const env = { ...(await environment()), API_WORKERS: '2' };
+    const sup = spawnTs('scripts/start.ts', env);
+    leftovers.push(sup.pid!);
+    await waitFor(async () => (await ready(env.PORT)) === 200, 60_000, 200)
+      .catch((e) => { throw new Error(`${e.message}\n${sup.output().slice(-3000)}`); });
+    const api = childrenOf(sup.pid!).find((pid) => childrenOf(pid).length === 2);
+    expect(api, 'the api process with its two workers').toBeDefined();
+    const workers = childrenOf(api!);
+    leftovers.push(api!, ...workers);
+    await sleep(1500); // a worker that took itself for orphaned would have gone by now
+    expect(workers.every(alive)).toBe(true);
+    expect(sup.output()).not.toContain('api worker exited');
+    process.kill(sup.pid!, 'SIGKILL');
+    await waitFor(async () => [api!, ...workers].every((pid) => !alive(pid)), 15_000, 100);
+  }, 120_000);
+});
+
 describe('api shutdown', () => {
   it('answers /ready with 503 as soon as it is asked to stop, while it drains', async () => {
     const env = { ...(await environment()), SHUTDOWN_DELAY_S: '3' };

@@ -69,7 +69,7 @@ describe('npm start: metrics and logs of every process', () => {
       expect(r.text, name).toContain(`process_cpu_user_seconds_total{proc="${name}"}`);
       expect(r.text, name).toContain('nodejs_eventloop_lag_seconds');
     }
-    expect((await get(targets.expiry!)).text).toContain('# TYPE job_duration_seconds histogram');
+    expect((await get(targets.expiry!)).text).toContain('# TYPE expiry_lag_seconds histogram');
     expect((await get(targets.pump!)).text).toContain('# TYPE pump_published_events_total counter');
     expect((await get(targets.pump!)).text).toContain('# TYPE pump_dispatched_events_total counter');
     expect((await get(targets.api!)).text).toContain('# TYPE outbox_oldest_unpublished_age_seconds gauge');

@@ -8,24 +8,17 @@ const ev = (type: string, payload: Record<string, unknown>) =>
 describe('jobsForEvent (what the outbox pump adds per event)', () => {
   const now = Date.parse('2030-01-01T00:00:00.000Z');
 
-  it('booking.held: the expiry check at holdExpiresAt, its id from the hold and the instant', () => {
+  it('booking.held: no job (holds expire by the expiry process\'s PostgreSQL loop, not a job only Redis remembers)', () => {
     const jobs = jobsForEvent(ev('booking.held', {
       bookingId: 7, customerId: 1, kind: 'car', carId: 3, from: '2030-01-02T00:00:00Z', to: '2030-01-03T00:00:00Z',
       holdExpiresAt: '2030-01-01T00:15:00.000Z', depositAmount: 5, currency: 'VND',
     }), now);
-    expect(jobs).toEqual([{ queue: 'expiry', name: 'expire', data: { bookingId: 7 }, opts: { jobId: `expire-7-${now + 900_000}`, delay: 900_000 } }]);
+    expect(jobs).toEqual([]);
   });
 
-  it('refund.requested: one refund job derived from the event', () => {
-    const jobs = jobsForEvent(ev('refund.requested', { bookingId: 7, refundId: 9, amount: 5, currency: 'VND', paymentIntentId: 'pi', reason: 'r' }), now);
-    expect(jobs.map((j) => [j.queue, j.opts.jobId])).toEqual([['refunds', 'refund-9-00000000-0000-4000-8000-000000000001']]);
-  });
-
-  it('notified events: sms and push, once per event and channel; others: nothing', () => {
-    const confirmed = jobsForEvent(ev('booking.confirmed', { bookingId: 7, customerId: 1, paymentId: 2, amount: 5, currency: 'VND' }), now);
-    expect(confirmed.map((j) => [j.queue, j.opts.jobId])).toEqual([
-      ['notifications', 'notify-00000000-0000-4000-8000-000000000001-sms'], ['notifications', 'notify-00000000-0000-4000-8000-000000000001-push'],
-    ]);
+  it('refund.requested and notified events: no jobs (refunds and notifications are PostgreSQL rows, issue 8)', () => {
+    expect(jobsForEvent(ev('refund.requested', { bookingId: 7, refundId: 9, amount: 5, currency: 'VND', paymentIntentId: 'pi', reason: 'r' }), now)).toEqual([]);
+    expect(jobsForEvent(ev('booking.confirmed', { bookingId: 7, customerId: 1, paymentId: 2, amount: 5, currency: 'VND' }), now)).toEqual([]);
     expect(jobsForEvent(ev('booking.started', { bookingId: 7, customerId: 1, by: 'host:1' }), now)).toEqual([]);
   });
 });

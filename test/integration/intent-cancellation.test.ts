@@ -1,0 +1,175 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../helpers/harness.js';
+import { waitFor } from '../helpers/http.js';
+import { count, drained, statusOf } from '../helpers/bookings.js';
+import { holdCar, requestPay, type Hold } from '../helpers/cars.js';
+import { sandbox } from '../helpers/sandbox.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
+import { claimDueIntentCancellations } from '../../shared/db/intent-cancellations.js';
+import { cancelIntentsOf } from '../../shared/usecases/intent-cancellations.js';
+import type { PspClient } from '../../shared/psp/client.js';
+
+// Issue 8, item 4 (CONTRACT "Expiry"): a booking that leaves HOLD unpaid (EXPIRED, CANCELLED) has every payment
+// intent cancelled at the provider, retried until the provider answers; an intent found already succeeded is
+// refunded in full — once, whether its webhook arrives before, after, or never.
+
+const HOLD_TTL_S = 2;
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ workers: true, env: { HOLD_TTL_S: String(HOLD_TTL_S), PAYMENT_GRACE_S: '0', HOLD_RATE_LIMIT: '100000' } });
+});
+afterEach(async () => {
+  await sandbox(h).resetFaults();
+  await sandbox(h).idle();
+});
+afterAll(async () => h?.close());
+
+const intentStatus = async (id: string) => (await sandbox(h).intent(id)).status;
+const obligation = async (bookingId: number) =>
+  (await h.sql(`SELECT attempts, last_error, done_at FROM intent_cancellation WHERE booking_id = $1`, [bookingId])).rows[0];
+const cancelHold = async (b: Hold) => {
+  const r = await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} });
+  expect(r.status, r.text).toBe(200);
+};
+/** POST to the sandbox's checkout page, as the customer's browser would. */
+const payAtCheckout = (intentId: string) => fetch(`${h.config.pspUrl}/checkout/${intentId}/pay`, { method: 'POST' });
+const moneyOf = async (bookingId: number) => {
+  const { rows } = await h.sql(`
+    SELECT (SELECT count(*)::int FROM payment WHERE booking_id = $1) AS payments,
+           (SELECT coalesce(array_agg(amount::int), '{}') FROM refund WHERE booking_id = $1) AS refunds`, [bookingId]);
+  return rows[0];
+};
+
+describe('the sandbox provider cancels intents', () => {
+  it('POST /v1/payment_intents/{id}/cancel → canceled (again: the same); the checkout then refuses to pay; 409 with the intent once succeeded', async () => {
+    const key = { authorization: `Bearer ${h.config.PSP_API_KEY}` };
+    const open = await sandbox(h).createIntent({ amount: 10, currency: 'VND', reference: 'x1' });
+    for (let i = 0; i < 2; i++) {
+      const r = await fetch(`${h.config.pspUrl}/v1/payment_intents/${open.id}/cancel`, { method: 'POST', headers: key });
+      expect(r.status).toBe(200);
+      expect(await r.json()).toMatchObject({ id: open.id, status: 'canceled' });
+    }
+    expect((await payAtCheckout(open.id)).status).toBe(409);
+    expect(await intentStatus(open.id)).toBe('canceled');
+
+    const paid = await sandbox(h).createIntent({ amount: 10, currency: 'VND', reference: 'x2' });
+    await sandbox(h).post(`/intents/${paid.id}/succeed-silently`);
+    const r = await fetch(`${h.config.pspUrl}/v1/payment_intents/${paid.id}/cancel`, { method: 'POST', headers: key });
+    expect(r.status).toBe(409);
+    const body = await r.json();
+    expect(body.error.code).toBeTruthy();
+    expect(body.intent).toMatchObject({ id: paid.id, status: 'succeeded' });
+  });
+});
+
+describe('a booking that leaves HOLD unpaid has its intents cancelled', () => {
+  it('expired: the intent is cancelled, the customer can no longer pay it', async () => {
+    const b = await holdCar(h);
+    const intentId = await requestPay(h, b);
+    await waitFor(async () => (await statusOf(h, b.id)) === 'EXPIRED', 10_000);
+    await waitFor(async () => (await intentStatus(intentId)) === 'canceled', 10_000);
+    expect((await payAtCheckout(intentId)).status).toBe(409);
+    await waitFor(async () => (await obligation(b.id))?.done_at, 5_000);
+    expect(await moneyOf(b.id)).toEqual({ payments: 0, refunds: [] });
+  });
+
+  it('cancelled by the customer while HOLD: the intent is cancelled', async () => {
+    const b = await holdCar(h, { fromHours: 400 });
+    const intentId = await requestPay(h, b);
+    await cancelHold(b);
+    await waitFor(async () => (await intentStatus(intentId)) === 'canceled', 10_000);
+    expect((await payAtCheckout(intentId)).status).toBe(409);
+  });
+
+  it('a hold nobody asked to pay for owes no cancellation (no provider call)', async () => {
+    const b = await holdCar(h, { fromHours: 410 });
+    await cancelHold(b);
+    expect(await obligation(b.id)).toBeUndefined();
+  });
+
+  it('the intent had succeeded, its webhook never arrives: refunded in full, once', async () => {
+    const b = await holdCar(h, { fromHours: 420 });
+    const intentId = await requestPay(h, b);
+    await sandbox(h).post(`/intents/${intentId}/succeed-silently`); // paid, no webhook
+    await cancelHold(b); // before expiry could ask the provider
+    await waitFor(async () => (await obligation(b.id))?.done_at, 10_000);
+    expect(await statusOf(h, b.id)).toBe('CANCELLED');
+    expect(await moneyOf(b.id)).toEqual({ payments: 1, refunds: [b.deposit] });
+    const { rows } = await h.sql(`SELECT payment_intent_id, outcome FROM payment WHERE booking_id = $1`, [b.id]);
+    expect(rows).toEqual([{ payment_intent_id: intentId, outcome: 'REFUNDED' }]);
+    await waitFor(async () => (await sandbox(h).refundsFor(b.id)).length === 1, 10_000);
+
+    // The webhook, arriving after all, is the same payment: nothing more is refunded.
+    const intent = await sandbox(h).intent(intentId);
+    const late = paymentSucceeded(b.id, b.deposit, { intent: intentId, txn: intent.providerTxnId! });
+    expect((await signedWebhook(h, late)).status).toBe(200);
+    await drained(h);
+    expect(await moneyOf(b.id)).toEqual({ payments: 1, refunds: [b.deposit] });
+    expect((await h.sql(`SELECT provider_txn_id FROM payment WHERE booking_id = $1`, [b.id])).rows[0].provider_txn_id).toBe(intent.providerTxnId);
+  });
+
+  it('the webhook of a success came first (refunded): the cancellation finds it succeeded and refunds nothing more', async () => {
+    const b = await holdCar(h, { fromHours: 430 });
+    const intentId = await requestPay(h, b);
+    await sandbox(h).setFaults({ apiDown: true }); // the cancellation cannot reach the provider yet
+    await cancelHold(b);
+    const paid = await sandbox(h).post(`/intents/${intentId}/succeed-silently`);
+    expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit, { intent: intentId, txn: paid.providerTxnId }))).status).toBe(200);
+    expect(await moneyOf(b.id)).toEqual({ payments: 1, refunds: [b.deposit] });
+    await sandbox(h).resetFaults();
+    await waitFor(async () => (await obligation(b.id))?.done_at, 15_000);
+    expect(await moneyOf(b.id)).toEqual({ payments: 1, refunds: [b.deposit] });
+  });
+
+  it('provider unreachable: the cancellation is retried with backoff until it answers', async () => {
+    const b = await holdCar(h, { fromHours: 440 });
+    const intentId = await requestPay(h, b);
+    await sandbox(h).setFaults({ apiDown: true });
+    await cancelHold(b);
+    const pending = await waitFor(async () => {
+      const o = await obligation(b.id);
+      return o && o.attempts >= 2 ? o : null;
+    }, 15_000);
+    expect(pending.done_at).toBeNull();
+    expect(pending.last_error).toMatch(/unreachable/);
+    expect(await intentStatus(intentId).catch(() => 'unknown')).not.toBe('canceled');
+    await sandbox(h).resetFaults();
+    await waitFor(async () => (await intentStatus(intentId)) === 'canceled', 15_000);
+    await waitFor(async () => (await obligation(b.id))?.done_at, 5_000);
+    expect(await count(h, `SELECT 1 FROM refund WHERE booking_id = $1`, [b.id])).toBe(0);
+  });
+});
+
+describe('an intent created while its booking leaves HOLD', () => {
+  // Its own service without loops: the test runs each attempt at the obligation itself.
+  let q: Harness;
+  beforeAll(async () => {
+    q = await startHarness({ env: { HOLD_RATE_LIMIT: '100000' } });
+  });
+  afterAll(async () => q?.close());
+
+  it('re-opens the obligation after the cancellation ran without it; /pay answers 409; the late intent is cancelled', async () => {
+    const b = await holdCar(q);
+    await sandbox(q).setFaults({ apiDelayMs: 1500 }); // the provider takes its time creating the intent
+    const pay = q.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
+    await waitFor(async () => (await q.sql(`SELECT pay_requested_at FROM booking WHERE id = $1`, [b.id])).rows[0].pay_requested_at, 5_000, 10);
+    const cancelled = await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} });
+    expect(cancelled.status, cancelled.text).toBe(200);
+    // The cancellation runs before the intent exists: the provider lists none for the booking.
+    const [claim] = await claimDueIntentCancellations(q.deps.db, new Date(), 30_000, 10);
+    expect(claim?.bookingId).toBe(b.id);
+    const nothingYet = Object.create(q.deps.psp) as PspClient;
+    nothingYet.listPaymentIntents = async () => [];
+    expect(await cancelIntentsOf({ ...q.deps, psp: nothingYet }, claim!)).toEqual({ kind: 'done', cancelled: 0, refunded: 0 });
+
+    const r = await pay; // the intent now exists at the provider, for a booking no longer a HOLD
+    expect(r.status, r.text).toBe(409);
+    const again = await q.sql(`SELECT done_at FROM intent_cancellation WHERE booking_id = $1`, [b.id]);
+    expect(again.rows[0].done_at).toBeNull();
+    await sandbox(q).resetFaults();
+    const [reclaim] = await claimDueIntentCancellations(q.deps.db, new Date(), 30_000, 10);
+    expect(await cancelIntentsOf(q.deps, reclaim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
+    const intents = (await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id));
+    expect(intents.map((i) => i.status)).toEqual(['canceled']);
+  });
+});

@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../helpers/harness.js';
+import { waitFor } from '../helpers/http.js';
+import { purgeSettled } from '../../shared/usecases/retention.js';
+import { startHousekeeping } from '../../workers/housekeeping.js';
+import { parseConfig } from '../../shared/config.js';
+
+// Issue 8, item 10: outbox (published and dispatched), webhook_inbox and notification (sent) rows are purged once
+// older than RETENTION_DAYS, in batches, by a loop of the maintenance process that needs no Redis. An unpublished
+// (or undispatched) outbox row is never purged, however old.
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ env: { RETENTION_DAYS: '7' } });
+});
+afterAll(async () => h?.close());
+
+const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
+
+/** Writes `n` outbox rows of this shape; returns the marker (message key) they carry. */
+async function outbox(n: number, o: { ageDays: number; published: boolean; dispatched: boolean }): Promise<string> {
+  const key = `ret-${randomUUID().slice(0, 8)}`;
+  for (let i = 0; i < n; i++) {
+    await h.sql(
+      `INSERT INTO outbox (event_id, topic, message_key, payload, created_at, published_at, dispatched_at) VALUES ($1, 'booking.held', $2, '{}', $3, $4, $5)`,
+      [randomUUID(), key, daysAgo(o.ageDays), o.published ? daysAgo(o.ageDays) : null, o.dispatched ? daysAgo(o.ageDays) : null],
+    );
+  }
+  return key;
+}
+async function inbox(n: number, ageDays: number): Promise<string> {
+  const type = `test.${randomUUID().slice(0, 8)}`;
+  for (let i = 0; i < n; i++) await h.sql(`INSERT INTO webhook_inbox (event_id, type, payload, received_at) VALUES ($1, $2, '{}', $3)`, [randomUUID(), type, daysAgo(ageDays)]);
+  return type;
+}
+async function notifications(n: number, ageDays: number): Promise<string> {
+  const type = `test.${randomUUID().slice(0, 8)}`;
+  for (let i = 0; i < n; i++) {
+    await h.sql(`INSERT INTO notification (event_id, channel, booking_id, event_type, recipient, body, sent_at) VALUES ($1, 'sms', 1, $2, 1, 'hi', $3)`,
+      [randomUUID(), type, daysAgo(ageDays)]);
+  }
+  return type;
+}
+const left = async (table: string, column: string, value: string) =>
+  (await h.sql(`SELECT count(*)::int AS n FROM ${table} WHERE ${column} = $1`, [value])).rows[0].n as number;
+
+describe('retention purge', () => {
+  it('RETENTION_DAYS defaults to 7', () => {
+    expect(parseConfig({}).RETENTION_DAYS).toBe(7);
+    expect(() => parseConfig({ RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS/);
+  });
+
+  it('purges settled rows older than RETENTION_DAYS in batches, and never an unpublished or undispatched outbox row', async () => {
+    const oldDone = await outbox(5, { ageDays: 8, published: true, dispatched: true });
+    const oldUnpublished = await outbox(2, { ageDays: 30, published: false, dispatched: true });
+    const oldUndispatched = await outbox(2, { ageDays: 30, published: true, dispatched: false });
+    const recentDone = await outbox(2, { ageDays: 6, published: true, dispatched: true });
+    const oldInbox = await inbox(5, 8);
+    const recentInbox = await inbox(2, 1);
+    const oldSent = await notifications(5, 8);
+    const recentSent = await notifications(2, 6);
+
+    const purged = await purgeSettled(h.deps, 2); // batches of 2: 5 rows take 3 statements
+    expect(purged.outbox).toBeGreaterThanOrEqual(5);
+    expect(await left('outbox', 'message_key', oldDone)).toBe(0);
+    expect(await left('outbox', 'message_key', oldUnpublished)).toBe(2);
+    expect(await left('outbox', 'message_key', oldUndispatched)).toBe(2);
+    expect(await left('outbox', 'message_key', recentDone)).toBe(2);
+    expect(await left('webhook_inbox', 'type', oldInbox)).toBe(0);
+    expect(await left('webhook_inbox', 'type', recentInbox)).toBe(2);
+    expect(await left('notification', 'event_type', oldSent)).toBe(0);
+    expect(await left('notification', 'event_type', recentSent)).toBe(2);
+  });
+
+  it('the maintenance loop purges on its own, without Redis or any job scheduler', async () => {
+    const oldDone = await outbox(3, { ageDays: 9, published: true, dispatched: true });
+    const oldInbox = await inbox(3, 9);
+    // The harness's deps hold no Redis connection at all: the loop reads and writes PostgreSQL only.
+    const loop = startHousekeeping(h.deps, 100);
+    try {
+      await waitFor(async () => (await left('outbox', 'message_key', oldDone)) === 0 && (await left('webhook_inbox', 'type', oldInbox)) === 0, 10_000);
+    } finally {
+      await loop.stop();
+    }
+  });
+});
