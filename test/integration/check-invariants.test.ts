@@ -109,7 +109,11 @@ describe('check:invariants', () => {
     }],
     ['outbox-published', () => h.sql(`INSERT INTO outbox (event_id, topic, message_key, payload, published_at, dispatched_at)
       VALUES (gen_random_uuid(), 'booking.held', '1', '{}', now(), now())`)],
-    ['notifications-once', async () => appendFileSync(logPath, readFileSync(logPath, 'utf8').split('\n')[0] + '\n')],
+    // A second delivery of the same event and channel under another key: the receiver cannot tell it is the same.
+    ['notifications-once', async () => {
+      const first = JSON.parse(readFileSync(logPath, 'utf8').split('\n')[0]!) as Record<string, unknown>;
+      appendFileSync(logPath, `${JSON.stringify({ ...first, idempotencyKey: 'another-key' })}\n`);
+    }],
     ['holds-expire', () => h.sql(`UPDATE booking SET hold_expires_at = now() - interval '11 minutes' WHERE id = $1`, [ids.held])],
   ];
   it.each(broken)('%s broken by a direct write: exit 1 and named', async (name, breakIt) => {
