@@ -36,7 +36,7 @@ export function createPspSandbox(options: PspSandboxOptions) {
   const { apiKey, webhookSecret, webhookAttempts = 5, webhookBackoffMs = 250 } = options;
   const settings: { webhookUrl: string; publicUrl?: string } = { webhookUrl: options.webhookUrl, publicUrl: options.publicUrl };
   const log = options.logger ?? rootLogger.child({ component: 'psp-sandbox' });
-  const state: SandboxState = { intents: new Map(), refunds: [], webhooks: [] };
+  const state: SandboxState = { intents: new Map(), refunds: [], webhooks: [], idempotencyKeys: { intents: new Map(), refunds: new Map() } };
   const faults: SandboxFaults = { ...defaultFaults };
   const background = createBackground(log);
   const webhooks = createWebhooks(state, faults, settings, background, { webhookSecret, attempts: webhookAttempts, backoffMs: webhookBackoffMs }, log);

@@ -6,6 +6,7 @@ import type { Webhooks } from './webhooks.js';
 import { defaultFaults, faultsSchema, findRefund, type SandboxFaults, type SandboxState } from './state.js';
 import { notFound, parseWith, readJson } from './http.js';
 import { findIntent } from './v1-api.js';
+import { answerRuleSchema } from './fault-rules.js';
 
 // /sandbox: what tests and developers use to steer the provider (faults, outcomes, replays, state).
 
@@ -19,6 +20,18 @@ export function controlRoutes(state: SandboxState, faults: SandboxFaults, transi
   control.post('/faults', async (ctx) => {
     Object.assign(faults, parseWith(faultsSchema.partial().strict(), await readJson(ctx)));
     ctx.body = faults;
+  });
+  // One more per-endpoint injected answer (sandbox/fault-rules.ts), after those already set.
+  control.post('/faults/answers', async (ctx) => {
+    faults.answers = [...faults.answers, parseWith(answerRuleSchema, await readJson(ctx))];
+    ctx.body = faults;
+  });
+  // The provider forgets every Idempotency-Key it was given (as Stripe does after 24 h): a retried POST creates anew.
+  control.post('/idempotency-keys/forget', (ctx) => {
+    const forgotten = state.idempotencyKeys.intents.size + state.idempotencyKeys.refunds.size;
+    state.idempotencyKeys.intents.clear();
+    state.idempotencyKeys.refunds.clear();
+    ctx.body = { forgotten };
   });
   control.delete('/faults', (ctx) => {
     Object.assign(faults, defaultFaults);
@@ -54,6 +67,11 @@ export function controlRoutes(state: SandboxState, faults: SandboxFaults, transi
   control.post('/idle', async (ctx) => {
     await background.idle();
     ctx.status = 204;
+  });
+  // The same question without waiting: is anything pending right now?
+  control.get('/idle', (ctx) => {
+    const pending = background.pending();
+    ctx.body = { idle: pending === 0, pending };
   });
   control.get('/state', (ctx) => {
     ctx.body = { intents: [...state.intents.values()], refunds: state.refunds, webhooks: state.webhooks };

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Background } from './background.js';
 import type { Transitions } from './payments.js';
 import { findRefund, newId, type SandboxFaults, type SandboxRefund, type SandboxState } from './state.js';
-import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, readJson, type IdempotencyKeys } from './http.js';
+import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, readJson } from './http.js';
 
 // The provider's refunds API (POST /v1/refunds, and the read API the service uses to look a refund up before
 // creating it again: GET /v1/refunds/{id}, GET /v1/refunds?payment_intent=&reference=), and the refund fault
@@ -34,7 +34,8 @@ const defaultRefundFaults: Readonly<RefundFaults> = Object.freeze({
 
 /** The refund routes under /v1 (behind v1Guard) and their control knobs under /sandbox. */
 export function refundRoutes(state: SandboxState, faults: SandboxFaults, transitions: Transitions, background: Background) {
-  const keys: IdempotencyKeys = new Map();
+  // In the state, so POST /sandbox/idempotency-keys/forget (sandbox/control.ts) forgets them too.
+  const keys = state.idempotencyKeys.refunds;
   const knobs: RefundFaults = { ...defaultRefundFaults };
   const api = new Router({ prefix: '/v1' });
 

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { refundStatuses, type PaymentIntent, type Refund } from '../shared/psp/client.js';
 import type { SentWebhookEvent } from '../shared/psp/webhook-event.js';
+import type { IdempotencyKeys } from './http.js';
+import { answerRuleSchema } from './fault-rules.js';
 
 // What the sandbox provider remembers (in memory) and the faults it can be told to inject.
 
@@ -12,11 +14,15 @@ export interface SentWebhook {
   attempts: number;
   delivered: number;
   lastError: string | null;
+  /** Dropped on purpose (the `webhookLossRate` fault): never delivered. */
+  lost?: boolean;
 }
 export interface SandboxState {
   intents: Map<string, SandboxIntent>;
   refunds: SandboxRefund[];
   webhooks: SentWebhook[];
+  /** Idempotency-Key → object, per key space; POST /sandbox/idempotency-keys/forget empties them (Stripe forgets after 24 h). */
+  idempotencyKeys: { intents: IdempotencyKeys; refunds: IdempotencyKeys };
 }
 
 export const faultsSchema = z.object({
@@ -29,6 +35,12 @@ export const faultsSchema = z.object({
   apiDown: z.boolean(),
   refundOutcome: z.enum(refundStatuses),
   refundSettleMs: z.number().int().min(0),
+  /** Fraction of webhook events never delivered (lost). */
+  webhookLossRate: z.number().min(0).max(1),
+  /** Each event waits a random 0..webhookJitterMs before delivery: events of different batches arrive reordered. */
+  webhookJitterMs: z.number().int().min(0).max(600_000),
+  /** Per-endpoint injected answers (sandbox/fault-rules.ts). */
+  answers: z.array(answerRuleSchema),
   /** GET /v1/payment_intents?reference= answers intents without their providerTxnId. */
   listWithoutTxnId: z.boolean(),
 });
@@ -43,6 +55,9 @@ export const defaultFaults: Readonly<SandboxFaults> = Object.freeze({
   apiDown: false,
   refundOutcome: 'succeeded',
   refundSettleMs: 500,
+  webhookLossRate: 0,
+  webhookJitterMs: 0,
+  answers: [],
   listWithoutTxnId: false,
 });
 

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import type { Background } from './background.js';
 import type { Transitions } from './payments.js';
 import { newId, type SandboxFaults, type SandboxIntent, type SandboxState } from './state.js';
-import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, rawBodyOf, readJson, type IdempotencyKeys } from './http.js';
+import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, rawBodyOf, readJson } from './http.js';
+import { endpointOf, injectedCode, takeAnswer } from './fault-rules.js';
 
 // The provider API the service calls (CONTRACT.md "Payment provider"): /v1/payment_intents (refunds: sandbox/refunds.ts).
 
@@ -33,6 +34,9 @@ export function v1Guard(faults: SandboxFaults, apiKey: string, background: Backg
     await rawBodyOf(ctx);
     if (faults.apiDelayMs > 0) await background.sleep(faults.apiDelayMs);
     if (Math.random() < faults.apiFailRate) throw new SandboxHttpError(500, 'injected_failure', 'injected failure');
+    const injected = takeAnswer(faults, endpointOf(ctx.method, ctx.path));
+    if (injected?.answer === 'timeout') await background.sleep(injected.hangMs);
+    else if (injected) throw new SandboxHttpError(injected.answer, injectedCode(injected.answer), `injected ${injected.answer}`);
     if (ctx.get('authorization') !== `Bearer ${apiKey}`) throw new SandboxHttpError(401, 'unauthenticated', 'bad or missing API key');
     return next();
   };
@@ -44,8 +48,8 @@ export function v1Routes(
   transitions: Transitions,
   settings: { publicUrl?: string },
 ) {
-  // Intents and refunds (sandbox/refunds.ts) have separate key spaces.
-  const intentKeys: IdempotencyKeys = new Map();
+  // Intents and refunds (sandbox/refunds.ts) have separate key spaces, both in the state (the forget knob empties them).
+  const intentKeys = state.idempotencyKeys.intents;
   const api = new Router({ prefix: '/v1' });
 
   api.post('/payment_intents', async (ctx) => {

@@ -47,7 +47,12 @@ export function createWebhooks(
   }
 
   async function deliver(sent: SentWebhook, copies: number): Promise<void> {
-    if (faults.webhookDelayMs > 0) await background.sleep(faults.webhookDelayMs);
+    if (Math.random() < faults.webhookLossRate) {
+      sent.lost = true;
+      return;
+    }
+    const delay = faults.webhookDelayMs + Math.floor(Math.random() * faults.webhookJitterMs);
+    if (delay > 0) await background.sleep(delay);
     // Copies go out concurrently: the harshest case for the receiver's deduplication.
     await Promise.all(Array.from({ length: copies }, () => deliverCopy(sent)));
   }

@@ -2,18 +2,20 @@
 # Single-node KRaft Kafka broker on 127.0.0.1:9092 for tests/CI; jars resolved with Maven.
 #   scripts/kafka.sh [start|stop|status]
 # Env: KAFKA_HOME_DIR (cache, default <repo>/.kafka), KAFKA_VERSION (default 3.9.1),
-#      KAFKA_START_TIMEOUT (seconds, default 90), KAFKA_HEAP_OPTS (default -Xmx512m -Xms256m).
+#      KAFKA_START_TIMEOUT (seconds, default 90), KAFKA_HEAP_OPTS (default -Xmx512m -Xms256m),
+#      KAFKA_PORT (default 9092), KAFKA_CONTROLLER_PORT (default 9093) and KAFKA_LIBS_DIR (the jars, default
+#      KAFKA_HOME_DIR/libs): a second broker (e.g. `npm run chaos`'s own) gets its own ports and home, sharing the jars.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 KAFKA_VERSION="${KAFKA_VERSION:-3.9.1}"
 CACHE="${KAFKA_HOME_DIR:-$REPO/.kafka}"
-LIBS="$CACHE/libs"
+LIBS="${KAFKA_LIBS_DIR:-$CACHE/libs}"
 DATA="$CACHE/data"
 PIDFILE="$CACHE/kafka.pid"
 LOG="$CACHE/kafka.log"   # log4j file appender
 OUT="$CACHE/kafka.out"   # stdout/stderr of the JVM (WARN+ and crashes)
-HOST=127.0.0.1 PORT=9092 CONTROLLER_PORT=9093
+HOST=127.0.0.1 PORT="${KAFKA_PORT:-9092}" CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
 POM="$REPO/scripts/kafka/pom.xml"
 
 log() { echo "[kafka] $*" >&2; }

@@ -47,7 +47,9 @@ const isUnavailable = (e: unknown) =>
   e instanceof DatabaseUnavailableError ||
   e instanceof BackendTerminatedError ||
   e instanceof BackendTerminatedUnexpectedlyError ||
-  (e as { code?: string })?.code === 'ECONNREFUSED';
+  // Socket errors node-postgres throws raw when the connection is refused, or reset / cut under a query
+  // (pg_terminate_backend, a failover): seen by `npm run chaos` as a 500 INTERNAL.
+  ['ECONNREFUSED', 'ECONNRESET', 'EPIPE'].includes((e as { code?: string })?.code ?? '');
 
 /** The SQLSTATE of a PostgreSQL error, whether node-postgres threw it or slonik wrapped it (as its `cause`). */
 export function sqlStateOf(e: unknown): string | undefined {
