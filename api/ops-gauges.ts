@@ -20,8 +20,8 @@ function perScrape<T>(read: () => Promise<T>): () => Promise<T | null> {
 
 /**
  * The state behind the work, read from PostgreSQL and Redis when Prometheus scrapes the api (never on the
- * request path, each read within 1 s): queue depths, outbox backlogs and the age of their oldest event,
- * pending refunds. Served by the api so a stalled pump or worker still shows its backlog.
+ * request path, each read within 1 s): queue depths, the outbox backlog and the age of its oldest event,
+ * pending refunds, unsent notifications. Served by the api so a stalled pump or worker still shows its backlog.
  * A failed read leaves the previous values (the scrape itself never fails).
  */
 export function registerOpsGauges(metrics: Metrics, db: DatabasePool, config: Config): () => Promise<void> {
@@ -46,8 +46,6 @@ export function registerOpsGauges(metrics: Metrics, db: DatabasePool, config: Co
   const outbox = perScrape(() => outboxBacklog(db));
   gauge('outbox_unpublished_events', 'Outbox events not yet published to Kafka', outbox, (o) => o.unpublished);
   gauge('outbox_oldest_unpublished_age_seconds', 'Age of the oldest event not yet published to Kafka (0: none)', outbox, (o) => o.oldestUnpublishedAgeSeconds);
-  gauge('outbox_undispatched_events', 'Outbox events not yet turned into jobs (the pump dispatch lane backlog)', outbox, (o) => o.undispatched);
-  gauge('outbox_oldest_undispatched_age_seconds', 'Age of the oldest event not yet turned into jobs (0: none)', outbox, (o) => o.oldestUndispatchedAgeSeconds);
   const refunds = perScrape(() => pendingRefundStats(db));
   gauge('refunds_pending', 'Refunds PENDING at the provider', refunds, (r) => r.pending);
   gauge('refunds_pending_oldest_age_seconds', 'Age of the oldest PENDING refund (0: none)', refunds, (r) => r.oldestAgeSeconds);

@@ -5,7 +5,7 @@
  *   HOLDS=200 HOLD_TTL_S=3 npm run bench:expiry        # quick smoke run
  *
  * Runs in this process, as test/helpers/harness.ts does: the expiry process's PostgreSQL loops (workers/expiry.ts:
- * claim due holds, expire them) and the outbox pump's dispatch lane (the notifications of booking.expired). HOLDS holds are made
+ * claim due holds, expire them). HOLDS holds are made
  * through the holdBooking use case (DB + outbox, no HTTP), evenly over SPREAD_S seconds, so their
  * holdExpiresAt (= creation + HOLD_TTL_S) are spread the same way.
  *
@@ -18,7 +18,6 @@ import { createDeps } from '../shared/runtime.js';
 import { holdBooking } from '../shared/usecases/holds.js';
 import type { WorkerDeps } from '../workers/runner.js';
 import { startExpiryLoops } from '../workers/expiry.js';
-import { startPump } from '../workers/pump.js';
 import { openQueues } from '../shared/queues/queues.js';
 import {
   cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, sleep, summarize, verdict,
@@ -46,11 +45,9 @@ async function main() {
   const queues = openQueues(config);
   const deps: WorkerDeps = { ...base, queues };
   let expiryLoops: { stop(): Promise<void> } | null = null;
-  let dispatcher: { stop(): Promise<void> } | null = null;
   const sqlPool = new pg.Pool({ connectionString: db.url, max: 2 });
 
   const cleanup = cleanupOnSignal(async () => {
-    await dispatcher?.stop().catch(() => {});
     await expiryLoops?.stop().catch(() => {});
     for (const q of Object.values(queues)) {
       await q.obliterate({ force: true }).catch(() => {});
@@ -68,7 +65,6 @@ async function main() {
       SELECT 1, 'EXP-' || g, 'Model', 'Hanoi', 500000, 2000000, 'VND', 120 FROM generate_series(1, $1::int) g`, [HOLDS]);
 
     expiryLoops = startExpiryLoops(deps);
-    dispatcher = startPump(base.prepared, { jobs: { queues } });
     await sleep(500); // let the workers come up
 
     // One hold per car, evenly over SPREAD_S seconds; a hold's due time is when it is created, not when a slot frees.
@@ -121,22 +117,18 @@ async function main() {
     const windowS = (performance.now() - w0) / 1000;
 
     // Per booking: the expired event's created_at (clock_timestamp() inside the expiring transaction, i.e. just
-    // before its commit) and booking.updated_at (now() = that transaction's start); dispatch delay of booking.held.
-    const { rows } = await sqlPool.query<{ id: string; status: string; updatedAt: Date; expiredAt: Date | null; heldCreated: Date; heldDispatched: Date | null }>(`
-      SELECT b.id, b.status, b.updated_at AS "updatedAt", e.created_at AS "expiredAt",
-             h.created_at AS "heldCreated", h.dispatched_at AS "heldDispatched"
+    // before its commit) and booking.updated_at (now() = that transaction's start).
+    const { rows } = await sqlPool.query<{ id: string; status: string; updatedAt: Date; expiredAt: Date | null; }>(`
+      SELECT b.id, b.status, b.updated_at AS "updatedAt", e.created_at AS "expiredAt"
       FROM booking b
-      JOIN outbox h ON h.topic = 'booking.held' AND h.message_key = b.id::text
       LEFT JOIN outbox e ON e.topic = 'booking.expired' AND e.message_key = b.id::text`);
     const byDue: { due: number; lag: number; at: number }[] = [];
     const lagEvent: number[] = [];
     const lagUpdated: number[] = [];
-    const dispatchDelay: number[] = [];
     const notExpired: Record<string, number> = {};
     for (const r of rows) {
       const due = expiresAt.get(Number(r.id));
       if (due === undefined) continue;
-      if (r.heldDispatched) dispatchDelay.push(r.heldDispatched.getTime() - r.heldCreated.getTime());
       if (r.status !== 'EXPIRED' || !r.expiredAt) {
         notExpired[r.status] = (notExpired[r.status] ?? 0) + 1;
         continue;
@@ -147,12 +139,10 @@ async function main() {
     }
     const ev = summarize(lagEvent);
     const up = summarize(lagUpdated);
-    const dd = summarize(dispatchDelay);
     printTable('expiry lag = time the booking became EXPIRED − holdExpiresAt', [
       ['measure', 'n', 'min ms', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms'],
       ['lag via booking.expired outbox created_at', ev.n, fmt(ev.min, 0), fmt(ev.p50, 0), fmt(ev.p90, 0), fmt(ev.p99, 0), fmt(ev.max, 0)],
       ['lag via booking.updated_at', up.n, fmt(up.min, 0), fmt(up.p50, 0), fmt(up.p90, 0), fmt(up.p99, 0), fmt(up.max, 0)],
-      ['(diag) booking.held dispatch delay', dd.n, fmt(dd.min, 0), fmt(dd.p50, 0), fmt(dd.p90, 0), fmt(dd.p99, 0), fmt(dd.max, 0)],
     ]);
     // Does the lag grow along the run (the pipeline falls behind) or is it flat (a fixed delay)?
     byDue.sort((a, b) => a.due - b.due);
@@ -164,7 +154,7 @@ async function main() {
     const dueSpan = (byDue[byDue.length - 1]!.due - byDue[0]!.due) / 1000;
     console.log(`  (diag) first 10% due: lag p50 ${fmt(first.p50, 0)} ms, last 10% due: lag p50 ${fmt(last.p50, 0)} ms` +
       ` — holds fell due over ${fmt(dueSpan, 2)}s (${fmt(byDue.length / dueSpan, 0)}/s) and expired over ${fmt(expiredSpan, 2)}s (${fmt(byDue.length / expiredSpan, 0)}/s)`);
-    console.log(`  (diag) this process (expiry loops + dispatcher) used ${fmt((cpu.user + cpu.system) / 1e6 / windowS, 2)} cores during the ${fmt(windowS, 1)}s expiry window,` +
+    console.log(`  (diag) this process (expiry loops) used ${fmt((cpu.user + cpu.system) / 1e6 / windowS, 2)} cores during the ${fmt(windowS, 1)}s expiry window,` +
       ` ${fmt((cpu.user + cpu.system) / 1000 / Math.max(1, byDue.length), 2)} ms CPU per expired hold`);
     const missing = expiresAt.size - ev.n;
     console.log(`\nholds: ${expiresAt.size} created, ${ev.n} expired, ${missing} not expired within ${WAIT_S}s of the last holdExpiresAt` +

@@ -1,10 +1,10 @@
 /**
- * Outbox → Kafka (the outbox pump's publish lane): drain rate of a burst, and commit→Kafka lag at a steady rate.
+ * Outbox → Kafka (the outbox pump): drain rate of a burst, and commit→Kafka lag at a steady rate.
  *
  *   npm run bench:relay
  *   BURST_EVENTS=20000 STEADY_S=5 npm run bench:relay     # quick smoke run
  *
- * The pump (workers/pump.ts startPump with only the publish lane, a pool of 2 like the pump process) runs in this
+ * The pump (workers/pump.ts startPump, a pool of 2 like the pump process) runs in this
  * process against a fresh database, with a unique KAFKA_TOPIC_PREFIX. Outbox rows are inserted with plain pg
  * (one INSERT … SELECT per chunk, so one NOTIFY per chunk, as a multi-event transaction would) while it runs.
  * A kafkajs consumer reads the topics back for the end-to-end figure (receive time − occurredAt).

@@ -84,9 +84,9 @@ export async function explainAll(url: string, p: PlanInputs): Promise<Plan[]> {
           const h = { customerId: 1, carId: p.carId, from: new Date(hour + 410 * 86_400_000), to: new Date(hour + 411 * 86_400_000), days: 1, holdExpiresAt: new Date(Date.now() + 900_000) };
           return insertCarHoldWithEvent(db, h, draftCarHeld(new Date(), { customerId: 1, kind: 'car', carId: p.carId, from: h.from.toISOString(), to: h.to.toISOString(), holdExpiresAt: h.holdExpiresAt.toISOString() }));
         }, { id: 1, depositAmount: 1, totalAmount: 1, currency: 'VND' }), true),
-      // The pump runs its claim with bitmap scans off (see lockLanes).
-      await explain(c, 'outbox pump claim (both lanes, 1,000 each; bitmap scans off as the pump sets it)',
-        await capturePrepared((db) => claimPending(db, { publish: true, dispatch: true }, 1000)), true, `SELECT set_config('enable_bitmapscan', 'off', true)`),
+      // The pump runs its claim with bitmap scans off (see lockPublisher).
+      await explain(c, 'outbox pump claim (1,000 rows; bitmap scans off as the pump sets it)',
+        await capturePrepared((db) => claimPending(db, 1000)), true, `SELECT set_config('enable_bitmapscan', 'off', true)`),
       await explain(c, 'search index: outbox tail (cars)', await capturePrepared((db) => tailCalendarChanges(db, 0, 20_000))),
       await explain(c, 'search index: ledger tail (stays), from the last 10,000 entries',
         await capturePrepared((db) => tailNightChanges(db, Math.max(0, ledgerMax - 10_000), 20_000))),

@@ -123,7 +123,6 @@ export function htmlPeak(r: PeakResult, title = 'bench:peak'): string {
   body.push(lineChart('cores by process (stacked)', groups.map((g) => ({ name: g, points: r.cpuSeries.map((s) => [rel(s.at), value(s, g)] as [number, number]) })), { xLabel: 's since the first phase', yLabel: 'cores', stacked: true, marks }));
   body.push(lineChart('outbox backlog', [
     { name: 'unpublished (Kafka)', points: r.outboxSeries.map((o) => [rel(o.at), o.unpublished] as [number, number]) },
-    { name: 'undispatched (BullMQ)', points: r.outboxSeries.map((o) => [rel(o.at), o.undispatched] as [number, number]) },
   ], { xLabel: 's since the first phase', yLabel: 'rows', marks }));
   const s = r.checks.staleness;
   body.push(`<h2>Checks</h2>${table([['check', 'value'], ['overlapping active car bookings', r.checks.overlaps], ['oversold nights', r.checks.oversold],

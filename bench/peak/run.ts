@@ -49,7 +49,7 @@ export interface RunConfig {
   log: (m: string) => void;
 }
 
-export interface OutboxPoint { at: number; unpublished: number; undispatched: number; oldestS: number }
+export interface OutboxPoint { at: number; unpublished: number; oldestS: number }
 
 export interface PhaseResult {
   spec: PhaseSpec;
@@ -128,11 +128,10 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
   });
   const outboxSeries: OutboxPoint[] = [];
   const outboxTimer = setInterval(() => {
-    void monitor.query<{ unpublished: number; undispatched: number; oldest: number }>(`
-      SELECT count(*) FILTER (WHERE published_at IS NULL)::int AS unpublished, count(*) FILTER (WHERE dispatched_at IS NULL)::int AS undispatched,
-             coalesce(extract(epoch FROM clock_timestamp() - min(created_at) FILTER (WHERE published_at IS NULL OR dispatched_at IS NULL)), 0)::float8 AS oldest
-      FROM outbox WHERE published_at IS NULL OR dispatched_at IS NULL`).then(({ rows }) => {
-      outboxSeries.push({ at: Date.now(), unpublished: rows[0]!.unpublished, undispatched: rows[0]!.undispatched, oldestS: rows[0]!.oldest });
+    void monitor.query<{ unpublished: number; oldest: number }>(`
+      SELECT count(*)::int AS unpublished, coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0)::float8 AS oldest
+      FROM outbox WHERE published_at IS NULL`).then(({ rows }) => {
+      outboxSeries.push({ at: Date.now(), unpublished: rows[0]!.unpublished, oldestS: rows[0]!.oldest });
     }, () => {});
   }, 1000);
   const staleness = new StalenessChecker(checker, cfg.searchCacheTtlS);

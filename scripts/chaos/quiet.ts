@@ -2,14 +2,16 @@ import pg from 'pg';
 import type { Topology } from './topology.js';
 
 // "Quiet": nothing left that the system owes. Every HOLD settled (holds are short in a chaos run: at most
-// HOLD_TTL_S + PAYMENT_GRACE_S after the workload stops), no refund PENDING, the outbox published and dispatched,
+// HOLD_TTL_S + PAYMENT_GRACE_S after the workload stops), no refund PENDING, no notification unsent,
+// no intent cancellation open, the outbox published,
 // the provider idle, and the notification receiver's count steady.
 
 export interface QuietState {
   holds: number;
   pendingRefunds: number;
   unpublished: number;
-  undispatched: number;
+  unsentNotifications: number;
+  openIntentCancellations: number;
   providerPending: number;
   deliveries: number;
 }
@@ -19,7 +21,8 @@ async function snapshot(db: pg.Pool, t: Topology): Promise<QuietState> {
       (SELECT count(*) FROM booking WHERE status = 'HOLD')::int AS holds,
       (SELECT count(*) FROM refund WHERE status = 'PENDING')::int AS "pendingRefunds",
       (SELECT count(*) FROM outbox WHERE published_at IS NULL)::int AS unpublished,
-      (SELECT count(*) FROM outbox WHERE dispatched_at IS NULL)::int AS undispatched`);
+      (SELECT count(*) FROM notification WHERE sent_at IS NULL)::int AS "unsentNotifications",
+      (SELECT count(*) FROM intent_cancellation WHERE done_at IS NULL)::int AS "openIntentCancellations"`);
   const idle = (await (await fetch(`${t.pspUrl}/sandbox/idle`)).json()) as { pending: number };
   return { ...(rows[0] as Omit<QuietState, 'providerPending' | 'deliveries'>), providerPending: idle.pending, deliveries: t.receiver.deliveries() };
 }
@@ -35,7 +38,7 @@ export async function waitForQuiet(t: Topology, timeoutMs: number, log: (line: s
     while (Date.now() - started < timeoutMs) {
       const s = await snapshot(db, t).catch(() => null);
       if (s) {
-        const done = s.holds === 0 && s.pendingRefunds === 0 && s.unpublished === 0 && s.undispatched === 0 && s.providerPending === 0;
+        const done = s.holds === 0 && s.pendingRefunds === 0 && s.unpublished === 0 && s.unsentNotifications === 0 && s.openIntentCancellations === 0 && s.providerPending === 0;
         const same = state !== null && state.deliveries === s.deliveries;
         steadySince = done && same ? steadySince || Date.now() : 0;
         state = s;

@@ -9,7 +9,7 @@ import { currentCorrelation } from '../correlation.js';
 
 /**
  * Writes an event of `type` in the caller's transaction (so it exists exactly when the change it
- * describes does); the outbox pump takes it to Kafka and BullMQ. The row carries the request id of the
+ * describes does); the outbox pump relays it to Kafka. The row carries the request id of the
  * work writing it (shared/correlation.ts). A notified event also writes its notifications (sms, push) here,
  * in the same transaction: the notifications worker sends them from PostgreSQL. Returns the event id.
  */

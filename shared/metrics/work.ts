@@ -25,12 +25,9 @@ export const pspDuration = new Histogram({
   help: 'Payment provider calls (retries included) by operation and outcome (ok | rejected | timeout | unreachable)',
   labelNames: ['operation', 'outcome'], buckets: LATENCY_BUCKETS, registers,
 });
-/** The outbox pump's two lanes (relay_published_events_total and dispatcher_dispatched_events_total before the pump). */
+/** The outbox pump's throughput (relay_published_events_total before the pump). */
 export const pumpPublished = new Counter({
   name: 'pump_published_events_total', help: 'Outbox events published to Kafka by the pump, by event type', labelNames: ['type'], registers,
-});
-export const pumpDispatched = new Counter({
-  name: 'pump_dispatched_events_total', help: 'Outbox events turned into jobs by the pump, by event type', labelNames: ['type'], registers,
 });
 
 /** Counts a batch of outbox rows by their event type into `counter`. */

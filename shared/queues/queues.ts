@@ -1,12 +1,9 @@
 import { Queue, type ConnectionOptions } from 'bullmq';
 import { z } from 'zod';
-import { currentCorrelation, traceparentFor, type Correlation } from '../correlation.js';
+import { traceparentFor, type Correlation } from '../correlation.js';
 import type { Config } from '../config.js';
 import { redisTls } from '../redis-tls.js';
-import {
-  QUEUES, QUEUE_NAMES, SCHEDULED_JOB_OPTIONS, SCHEDULES,
-  type QueueName, type QueuedJob, type ScheduleId,
-} from './registry.js';
+import { QUEUES, QUEUE_NAMES, SCHEDULED_JOB_OPTIONS, SCHEDULES, type QueueName, type ScheduleId } from './registry.js';
 
 /** BullMQ wants blocking connections that retry forever (producers and workers alike); TLS as the URL says. */
 export function queueConnection(url: string): ConnectionOptions {
@@ -40,19 +37,6 @@ const jobCorrelation = z.object({ requestId: z.string().max(200).optional(), tra
 export function correlationOf(data: unknown): Correlation | undefined {
   const c = jobCorrelation.safeParse(data);
   return c.success && c.data.requestId ? { requestId: c.data.requestId, traceparent: c.data.traceparent ?? traceparentFor(c.data.requestId) } : undefined;
-}
-
-/** A job's data: its payload and, beside it, the correlation it was enqueued in (the payload schemas ignore those fields). */
-const dataWith = (data: object, c: Correlation | undefined) => (c ? { ...data, requestId: c.requestId, traceparent: c.traceparent } : data);
-
-/** A job to add, with the correlation (request id) it belongs to, if any. */
-export type CorrelatedJob = QueuedJob & { correlation?: Correlation };
-
-/** Adds jobs with one bulk call per queue (one Redis round trip each); ids already queued are no-ops. */
-export async function addJobs(queues: Queues, jobs: readonly CorrelatedJob[]): Promise<void> {
-  const byQueue = new Map<QueueName, CorrelatedJob[]>();
-  for (const j of jobs) byQueue.set(j.queue, [...(byQueue.get(j.queue) ?? []), j]);
-  await Promise.all([...byQueue].map(([q, js]) => queues[q].addBulk(js.map((j) => ({ name: j.name, data: dataWith(j.data, j.correlation), opts: j.opts })))));
 }
 
 /** Creates or updates a repeatable job (idempotent: every process that works the queue may call it). */

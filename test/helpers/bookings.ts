@@ -28,14 +28,12 @@ export interface OutboxEntry {
   key: string;
   payload: Record<string, any>;
   publishedAt: Date | null;
-  dispatchedAt: Date | null;
 }
 
 /** The outbox rows of one key (a booking), or all of them, in id order. */
 export async function outboxOf(h: Harness, key?: number | string): Promise<OutboxEntry[]> {
   const { rows } = await h.sql(
-    `SELECT id::int, event_id::text AS "eventId", topic, message_key AS key, payload, published_at AS "publishedAt",
-            dispatched_at AS "dispatchedAt"
+    `SELECT id::int, event_id::text AS "eventId", topic, message_key AS key, payload, published_at AS "publishedAt"
      FROM outbox WHERE $1::text IS NULL OR message_key = $1 ORDER BY id`,
     [key === undefined ? null : String(key)],
   );
@@ -58,13 +56,12 @@ export async function settledRefunds(h: Harness, bookingId: number, timeoutMs = 
 }
 
 /**
- * Waits until every outbox row is dispatched, no notification is unsent and no refund is PENDING (their due rows
- * in PostgreSQL: nothing waiting, due later or running); then checks once more after a short pause so late work
- * cannot slip by.
+ * Waits until no notification is unsent and no refund is PENDING (their due rows in PostgreSQL, written with their
+ * events: nothing waiting, due later or running); then checks once more after a short pause so late work cannot
+ * slip by.
  */
 export async function drained(h: Harness, timeoutMs = 15_000): Promise<void> {
   const idle = async () => {
-    if ((await count(h, `SELECT 1 FROM outbox WHERE dispatched_at IS NULL`)) > 0) return false;
     if ((await count(h, `SELECT 1 FROM notification WHERE sent_at IS NULL`)) > 0) return false;
     return (await count(h, `SELECT 1 FROM refund WHERE status = 'PENDING'`)) === 0;
   };

@@ -10,8 +10,16 @@ export async function makeDue(h: Harness, bookingId: number): Promise<void> {
   );
 }
 
-/** Makes the hold due and runs its expiry check right away (with `deps`, default the harness's). */
+/**
+ * Makes the hold due and runs its expiry check right away (with `deps`, default the harness's). Its next expiry
+ * check is moved out of reach meanwhile, so a running expiry loop (the harness's) does not take the hold first and
+ * leave this call `lost_race`; an outcome that keeps the hold sets the next check itself.
+ */
 export async function expireNow(h: Harness, bookingId: number, deps: Parameters<typeof processExpiry>[0] = h.deps): Promise<ExpiryOutcome> {
-  await makeDue(h, bookingId);
+  await h.sql(
+    `UPDATE booking SET hold_expires_at = now() - interval '1 second', next_expiry_check_at = now() + interval '1 hour'
+     WHERE id = $1 AND status = 'HOLD'`,
+    [bookingId],
+  );
   return processExpiry(deps, bookingId);
 }

@@ -15,7 +15,6 @@ import type { WorkerDeps } from '../../workers/runner.js';
 import { startExpiryLoops } from '../../workers/expiry.js';
 import { startRefundLoop } from '../../workers/refunds.js';
 import { startNotificationLoop } from '../../workers/notifications.js';
-import { startPump } from '../../workers/pump.js';
 import { openQueues, type Queues } from '../../shared/queues/queues.js';
 import { webhookNotificationProvider } from '../../shared/usecases/notifications.js';
 import { client, token, type Client } from './http.js';
@@ -26,7 +25,10 @@ export const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface HarnessOptions {
   env?: Record<string, string>;
-  /** Runs the expiry loops, the refund and notification due loops and the outbox pump (no Kafka) in this process. */
+  /**
+   * Runs the expiry loops and the refund and notification due loops in this process. (The outbox pump only relays
+   * to Kafka: tests that need it start one, test/helpers/kafka.ts.)
+   */
   workers?: boolean;
   clock?: Clock;
 }
@@ -74,17 +76,11 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   server.on('request', createApp({ ...base, redis, metrics, searchIndex }).callback());
 
   const dueLoops: { stop(): Promise<void> }[] = [];
-  let dispatcher: { stop(): Promise<void> } | null = null;
   let expiryLoops: { stop(): Promise<void> } | null = null;
   if (opts.workers) {
     expiryLoops = startExpiryLoops(deps);
     // Refunds and notifications: due loops over their PostgreSQL rows (no queue).
     dueLoops.push(startRefundLoop(deps), startNotificationLoop(deps, webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL)));
-    // A fail-fast connection (no offline queue) tells "Redis is down" at once, before any row is locked.
-    const probe = requestRedis(config.REDIS_URL);
-    probe.on('error', () => {});
-    const pump = startPump(base.prepared, { jobs: { queues, alive: () => probe.ping() } });
-    dispatcher = { stop: async () => { await pump.stop(); probe.disconnect(); } };
   }
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 
@@ -94,7 +90,6 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     sql: (text, params) => pool.query(text, params as unknown[]),
     async close() {
       await searchIndex?.stop();
-      await dispatcher?.stop();
       await expiryLoops?.stop();
       await Promise.all(dueLoops.map((l) => l.stop()));
       for (const q of Object.values(queues)) {

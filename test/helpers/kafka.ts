@@ -2,11 +2,8 @@ import type { PreparedDb } from '../../shared/db/prepared.js';
 import { KafkaPublisher } from '../../workers/kafka.js';
 import { startPump } from '../../workers/pump.js';
 
-/**
- * An outbox pump with only the publish lane (the harness's own pump works the dispatch lane), publishing to
- * `brokers` under `prefix`: what the relay process of old did.
- */
-export function startPublishLane(db: PreparedDb, prefix: string, brokers: string[]) {
+/** An outbox pump (workers/pump.ts) in this process, publishing to `brokers` under `prefix`. */
+export function startKafkaPump(db: PreparedDb, prefix: string, brokers: string[]) {
   let pump: ReturnType<typeof startPump> | null = null;
   const kafka = new KafkaPublisher(brokers, prefix, () => pump?.kick());
   kafka.start();

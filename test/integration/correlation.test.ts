@@ -6,7 +6,7 @@ import { inHours, waitFor } from '../helpers/http.js';
 import { newCar } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
 import { createKafka, ensureTopics } from '../../workers/kafka.js';
-import { startPublishLane } from '../helpers/kafka.js';
+import { startKafkaPump } from '../helpers/kafka.js';
 
 // One request id finds a booking's story: the hold request's X-Request-Id (and its W3C trace) is written with
 // booking.held and copied by the outbox pump into the Kafka headers (publish lane). The expiry is no job any more
@@ -35,7 +35,7 @@ beforeAll(async () => {
     },
   });
   await joined;
-  relay = startPublishLane(h.deps.prepared, prefix, BROKERS);
+  relay = startKafkaPump(h.deps.prepared, prefix, BROKERS);
 });
 afterAll(async () => {
   await relay?.stop();

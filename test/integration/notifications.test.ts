@@ -87,18 +87,6 @@ describe('notifications', () => {
     for (const r of rows) expect(events.find((e) => e.eventId === r.event_id)?.topic).toBe(r.event_type);
   });
 
-  it('dispatching the same events again (dispatched_at reset) sends nothing more', async () => {
-    const b = await fullLifecycle();
-    const before = await notificationRows(b.id);
-    const sentBefore = gateway.accepted.length;
-    expect(before).toHaveLength(6);
-
-    await h.sql(`UPDATE outbox SET dispatched_at = NULL WHERE message_key = $1`, [String(b.id)]);
-    await drained(h);
-    expect(await notificationRows(b.id)).toEqual(before);
-    expect(gateway.accepted.length).toBe(sentBefore);
-  });
-
   it('a notification whose sender died after the gateway took it goes again with the same Idempotency-Key, and only it', async () => {
     const b = await fullLifecycle();
     const before = await notificationRows(b.id);

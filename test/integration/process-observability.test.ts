@@ -71,7 +71,6 @@ describe('npm start: metrics and logs of every process', () => {
     }
     expect((await get(targets.expiry!)).text).toContain('# TYPE expiry_lag_seconds histogram');
     expect((await get(targets.pump!)).text).toContain('# TYPE pump_published_events_total counter');
-    expect((await get(targets.pump!)).text).toContain('# TYPE pump_dispatched_events_total counter');
     expect((await get(targets.api!)).text).toContain('# TYPE outbox_oldest_unpublished_age_seconds gauge');
 
     const requestId = `obs-${id}`;

@@ -1,54 +1,86 @@
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import type { Consumer } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../shared/config.js';
-import { requestRedis } from '../../shared/runtime.js';
-import { pumpOnce } from '../../workers/pump-pass.js';
-import { openQueues } from '../../shared/queues/queues.js';
+import { EVENT_TYPES } from '../../shared/events/topics.js';
+import { createKafka, ensureTopics } from '../../workers/kafka.js';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { inHours } from '../helpers/http.js';
+import { waitFor } from '../helpers/http.js';
+import { count, outboxOf, settledRefunds } from '../helpers/bookings.js';
+import { holdCar, hostToken } from '../helpers/cars.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
+import { spawnTs, testSecrets } from '../helpers/processes.js';
 
-// Publishing waits on rows a dispatch pass holds (per-booking order), so the pump's dispatch lane must never
-// keep outbox rows locked across a Redis outage.
+// The pump is only the Kafka relay: nothing it does needs Redis. The real pump process runs with REDIS_URL on a
+// port where a listener drops every connection at once (Redis unreachable) and counts them: every event must still
+// reach Kafka, and the pump must never have tried to open Redis.
+
+const BROKERS = ['127.0.0.1:9092'];
 let h: Harness;
+let prefix: string;
+let consumer: Consumer;
+const received = new Set<string>();
+let redisAttempts = 0;
+let deadRedis: net.Server;
+let pump: ReturnType<typeof spawnTs> | undefined;
+
 beforeAll(async () => {
-  h = await startHarness();
-  const car = await h.req('POST', '/cars', { token: h.token(1, 'host'), body: { plate: 'RD', model: 'M', city: 'X', dailyPrice: 1, depositAmount: 1 } });
-  const r = await h.req('POST', '/bookings', { token: h.token(2, 'customer'), body: { carId: car.json.id, from: inHours(30), to: inHours(31) } });
-  expect(r.status).toBe(201);
-  // booking.held asks for no job (expiry is a PostgreSQL loop); booking.cancelled asks for its notifications.
-  expect((await h.req('POST', `/bookings/${r.json.bookingId}/cancel`, { token: h.token(2, 'customer'), body: {} })).status).toBe(200);
-});
-afterAll(async () => h?.close());
-
-const rowLockable = async () => {
-  const c = await h.sql('BEGIN; SELECT id FROM outbox FOR UPDATE NOWAIT; ROLLBACK;').then(() => true, () => false);
-  return c;
-};
-
-describe('the outbox pump\'s dispatch lane during a Redis outage', () => {
-  const dead = parseConfig({ REDIS_URL: 'redis://127.0.0.1:1/0', QUEUE_PREFIX: `dead${Date.now()}` });
-
-  it('fails fast before locking anything when Redis does not answer', async () => {
-    const probe = requestRedis(dead.REDIS_URL);
-    probe.on('error', () => {});
-    const queues = openQueues(dead);
-    for (const q of Object.values(queues)) q.on('error', () => {});
-    const t0 = Date.now();
-    await expect(pumpOnce(h.deps.prepared, { jobs: { queues, alive: () => probe.ping() } })).rejects.toThrow();
-    expect(Date.now() - t0).toBeLessThan(3_000);
-    expect(await rowLockable()).toBe(true);
-    probe.disconnect();
-    await Promise.all(Object.values(queues).map((q) => q.close().catch(() => {})));
+  deadRedis = net.createServer((socket) => {
+    redisAttempts++;
+    socket.destroy();
   });
+  await new Promise<void>((r) => deadRedis.listen(0, '127.0.0.1', r));
+  // Refunds and notifications (due loops) run in this process on the shared Redis; only the pump's Redis is dead.
+  h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000' } });
+  prefix = `t${randomBytes(5).toString('hex')}.`;
+  const kafka = createKafka(BROKERS, 'pump-redis-down-test');
+  await ensureTopics(kafka, prefix);
+  consumer = kafka.consumer({ groupId: `g-${prefix}`, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topics: EVENT_TYPES.map((t) => `${prefix}${t}`), fromBeginning: true });
+  const joined = new Promise((resolve) => consumer.on(consumer.events.GROUP_JOIN, resolve));
+  await consumer.run({ eachMessage: async ({ message }) => { received.add(String(message.headers?.['event-id'])); } });
+  await joined;
+}, 60_000);
 
-  it('gives the rows back when enqueueing hangs (Redis gone after the check)', async () => {
-    const queues = openQueues(dead);
-    for (const q of Object.values(queues)) q.on('error', () => {});
-    const t0 = Date.now();
-    await expect(pumpOnce(h.deps.prepared, { jobs: { queues, alive: async () => 'PONG' } })).rejects.toThrow(/enqueue/);
-    expect(Date.now() - t0).toBeLessThan(8_000);
-    expect(await rowLockable()).toBe(true);
-    const { rows } = await h.sql('SELECT count(*)::int AS n FROM outbox WHERE dispatched_at IS NULL');
-    expect(rows[0].n).toBeGreaterThan(0);
-    await Promise.all(Object.values(queues).map((q) => q.close().catch(() => {})));
+afterAll(async () => {
+  if (pump && pump.exitCode === null) pump.kill('SIGKILL');
+  await consumer?.disconnect();
+  await h?.close();
+  await new Promise((r) => deadRedis?.close(r));
+});
+
+/** Held → paid → cancelled by the host → refund paid: five events of one booking. */
+async function lifecycle() {
+  const b = await holdCar(h);
+  expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
+  const c = await h.req('POST', `/bookings/${b.id}/cancel`, { token: hostToken(h), body: { reason: 'test' } });
+  expect(c.status, c.text).toBe(200);
+  await settledRefunds(h, b.id);
+}
+
+describe('the outbox pump with Redis unreachable', () => {
+  it('publishes every event to Kafka, never connects to Redis, and stops cleanly', async () => {
+    await lifecycle(); // events written before the pump starts
+    pump = spawnTs('workers/pump.ts', {
+      ...testSecrets(), NODE_ENV: 'test', LOG_LEVEL: 'warn', METRICS_PORT: '0', DATABASE_URL: h.config.DATABASE_URL,
+      REDIS_URL: `redis://127.0.0.1:${(deadRedis.address() as net.AddressInfo).port}/0`, QUEUE_PREFIX: 'dead',
+      KAFKA_BROKERS: BROKERS.join(','), KAFKA_TOPIC_PREFIX: prefix,
+    });
+    await lifecycle(); // and while it runs
+    await holdCar(h);
+
+    const rows = await outboxOf(h);
+    expect(rows.length).toBe(11);
+    await waitFor(async () => (await count(h, 'SELECT 1 FROM outbox WHERE published_at IS NULL')) === 0, 30_000)
+      .catch((e) => { throw new Error(`${e.message}\n${pump!.output().slice(-3000)}`); });
+    await waitFor(async () => rows.every((r) => received.has(r.eventId)), 20_000);
+    expect(pump.exitCode, pump.output()).toBeNull();
+    expect(redisAttempts, 'connections the pump opened to Redis').toBe(0);
+
+    const exited = new Promise<number | null>((r) => pump!.once('exit', (code) => r(code)));
+    pump.kill('SIGTERM');
+    expect(await exited, pump.output()).toBe(0);
+    expect(redisAttempts).toBe(0);
   });
 });

@@ -55,7 +55,7 @@ beforeAll(async () => {
     QUEUE_PREFIX: 'lossy', PSP_URL: h.config.pspUrl, PSP_API_KEY: h.config.PSP_API_KEY, NOTIFY_WEBHOOK_URL: notifyUrl,
     KAFKA_BROKERS: 'none', METRICS_PORT: '0', LOG_LEVEL: 'warn',
   };
-  for (const file of ['workers/pump.ts', 'workers/refunds.ts', 'workers/notifications.ts']) workers.push(spawnTs(file, env));
+  for (const file of ['workers/refunds.ts', 'workers/notifications.ts']) workers.push(spawnTs(file, env));
 }, 60_000);
 
 afterAll(async () => {

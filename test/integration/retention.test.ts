@@ -6,9 +6,9 @@ import { purgeSettled } from '../../shared/usecases/retention.js';
 import { startHousekeeping } from '../../workers/housekeeping.js';
 import { parseConfig } from '../../shared/config.js';
 
-// Issue 8, item 10: outbox (published and dispatched), webhook_inbox and notification (sent) rows are purged once
+// Issue 8, item 10: outbox (published), webhook_inbox and notification (sent) rows are purged once
 // older than RETENTION_DAYS, in batches, by a loop of the maintenance process that needs no Redis. An unpublished
-// (or undispatched) outbox row is never purged, however old.
+// outbox row is never purged, however old.
 
 let h: Harness;
 beforeAll(async () => {
@@ -19,12 +19,12 @@ afterAll(async () => h?.close());
 const daysAgo = (d: number) => new Date(Date.now() - d * 86_400_000).toISOString();
 
 /** Writes `n` outbox rows of this shape; returns the marker (message key) they carry. */
-async function outbox(n: number, o: { ageDays: number; published: boolean; dispatched: boolean }): Promise<string> {
+async function outbox(n: number, o: { ageDays: number; published: boolean }): Promise<string> {
   const key = `ret-${randomUUID().slice(0, 8)}`;
   for (let i = 0; i < n; i++) {
     await h.sql(
-      `INSERT INTO outbox (event_id, topic, message_key, payload, created_at, published_at, dispatched_at) VALUES ($1, 'booking.held', $2, '{}', $3, $4, $5)`,
-      [randomUUID(), key, daysAgo(o.ageDays), o.published ? daysAgo(o.ageDays) : null, o.dispatched ? daysAgo(o.ageDays) : null],
+      `INSERT INTO outbox (event_id, topic, message_key, payload, created_at, published_at) VALUES ($1, 'booking.held', $2, '{}', $3, $4)`,
+      [randomUUID(), key, daysAgo(o.ageDays), o.published ? daysAgo(o.ageDays) : null],
     );
   }
   return key;
@@ -51,11 +51,10 @@ describe('retention purge', () => {
     expect(() => parseConfig({ RETENTION_DAYS: '0' })).toThrow(/RETENTION_DAYS/);
   });
 
-  it('purges settled rows older than RETENTION_DAYS in batches, and never an unpublished or undispatched outbox row', async () => {
-    const oldDone = await outbox(5, { ageDays: 8, published: true, dispatched: true });
-    const oldUnpublished = await outbox(2, { ageDays: 30, published: false, dispatched: true });
-    const oldUndispatched = await outbox(2, { ageDays: 30, published: true, dispatched: false });
-    const recentDone = await outbox(2, { ageDays: 6, published: true, dispatched: true });
+  it('purges settled rows older than RETENTION_DAYS in batches, and never an unpublished outbox row', async () => {
+    const oldDone = await outbox(5, { ageDays: 8, published: true });
+    const oldUnpublished = await outbox(2, { ageDays: 30, published: false });
+    const recentDone = await outbox(2, { ageDays: 6, published: true });
     const oldInbox = await inbox(5, 8);
     const recentInbox = await inbox(2, 1);
     const oldSent = await notifications(5, 8);
@@ -65,7 +64,6 @@ describe('retention purge', () => {
     expect(purged.outbox).toBeGreaterThanOrEqual(5);
     expect(await left('outbox', 'message_key', oldDone)).toBe(0);
     expect(await left('outbox', 'message_key', oldUnpublished)).toBe(2);
-    expect(await left('outbox', 'message_key', oldUndispatched)).toBe(2);
     expect(await left('outbox', 'message_key', recentDone)).toBe(2);
     expect(await left('webhook_inbox', 'type', oldInbox)).toBe(0);
     expect(await left('webhook_inbox', 'type', recentInbox)).toBe(2);
@@ -74,7 +72,7 @@ describe('retention purge', () => {
   });
 
   it('the maintenance loop purges on its own, without Redis or any job scheduler', async () => {
-    const oldDone = await outbox(3, { ageDays: 9, published: true, dispatched: true });
+    const oldDone = await outbox(3, { ageDays: 9, published: true });
     const oldInbox = await inbox(3, 9);
     // The harness's deps hold no Redis connection at all: the loop reads and writes PostgreSQL only.
     const loop = startHousekeeping(h.deps, 100);

@@ -76,6 +76,22 @@ describe('architecture', () => {
       || (reaches('shared')(i) && !allowed.some((a) => under(a)(i.target))))).toEqual([]);
   });
 
+  it('the outbox pump reaches no Redis client: nothing it imports, however indirectly, is ioredis or bullmq', () => {
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const i of imports.filter((x) => x.from === file)) {
+        if (i.relative) visit(i.target);
+        else packages.add(i.target);
+      }
+    };
+    visit('workers/pump.ts');
+    expect(seen.has('workers/pump-pass.ts') && packages.has('kafkajs')).toBe(true);
+    expect([...packages].filter((p) => /^(ioredis|bullmq)(\/|$)/.test(p))).toEqual([]);
+  });
+
   it(`no production file is over ${MAX_LINES} lines`, () => {
     const long = files
       .map((f) => ({ f, lines: readFileSync(path.join(ROOT, f), 'utf8').split('\n').length }))
