@@ -15,6 +15,10 @@ import { waitForQuiet } from './chaos/quiet.js';
 // on a seeded schedule; then it waits for quiet and runs the invariant checker. Exit 1 on any violation or 5xx
 // (a 503 while a dependency is down is allowed). README "Proving it: check:invariants and chaos (issue 8)".
 
+// A reader that went away (a test runner that timed out) must not crash the run before it takes its topology down.
+process.stdout.on('error', () => undefined);
+process.stderr.on('error', () => undefined);
+
 const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: '60' },

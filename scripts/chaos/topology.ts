@@ -158,6 +158,8 @@ async function build(o: TopologyOptions, undo: (() => Promise<unknown>)[]) {
   for (const url of apiUrls) await waitFor(`${url}/health`, async () => (await fetch(`${url}/health`)).ok, 60_000, 500);
 
   const admin = new pg.Pool({ connectionString: ADMIN_DB, max: 2 });
+  let redisChain: Promise<void> = Promise.resolve();
+  let kafkaChain: Promise<void> = Promise.resolve();
   const flusher = () => new Redis(redisPort, '127.0.0.1', { maxRetriesPerRequest: 1, lazyConnect: true });
 
   return {
@@ -172,16 +174,18 @@ async function build(o: TopologyOptions, undo: (() => Promise<unknown>)[]) {
         r.disconnect();
       }
     },
-    redisRestart: async (downMs: number) => {
+    // One restart at a time per server: two overlapping restarts would start two servers on one port, the second
+    // failing to bind and the first left running untracked.
+    redisRestart: (downMs: number) => (redisChain = redisChain.catch(() => undefined).then(async () => {
       await killRedis();
       await new Promise((r) => setTimeout(r, downMs));
       await startRedis();
-    },
-    kafkaRestart: async (downMs: number) => {
+    })),
+    kafkaRestart: (downMs: number) => (kafkaChain = kafkaChain.catch(() => undefined).then(async () => {
       await stopKafka();
       await new Promise((r) => setTimeout(r, downMs));
       await startKafka();
-    },
+    })),
     /** pg_terminate_backend of every connection the app's processes hold to the run's database. */
     pgTerminate: async (): Promise<number> => {
       const { rows } = await admin.query(`SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
