@@ -20,7 +20,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { createPool, type Interceptor } from 'slonik';
 import {
-  cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, signJwt, startApiProcess, verdict,
+  benchSecrets, cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, signJwt, startApiProcess, verdict,
 } from './lib.js';
 import { openLoop, type OpenLoopResult } from './open-loop.js';
 import { addDays } from '../shared/domain/hotel-dates.js';
@@ -114,10 +114,12 @@ async function main() {
     console.log(`seeded ${fmt(ROOM_TYPES)} room types × ${NIGHTS} nights (inventory + calendar) in ${fmt((performance.now() - t) / 1000, 1)} s; no ANALYZE`);
     await explainQuoteQueries(db.url, client, plans[0]!.rt, plans[0]!.rp);
 
-    const secret = `bench-jwt-${tag}`;
+    // Production-grade secrets (a production config refuses short ones), as bench:holds and bench:stays pass.
+    const secrets = benchSecrets(tag);
+    const secret = secrets.JWT_SECRET!;
     api = await startApiProcess(API_ENTRY, {
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `bq${tag}`,
-      JWT_SECRET: secret, PAYMENT_WEBHOOK_SECRET: `bench-wh-${tag}`, PSP_API_KEY: `bench-psp-${tag}`, DASHBOARD_PASSWORD: `bench-dash-${tag}`,
+      ...secrets,
       LOG_LEVEL: 'warn', NODE_ENV: 'production',
     }, `/tmp/bench-quotes-api-${tag}.log`, API_NODE_ARGS);
     console.log(`\ndb ${db.name}; api pid ${api.child.pid} on ${api.url} (${API_ENTRY}; log ${api.logFile})`);
