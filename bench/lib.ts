@@ -6,13 +6,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHmac, randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import pg from 'pg';
 import { migrate } from '../shared/db/migrate.js';
 import type { CommonQueryMethods } from '../shared/db/pool.js';
+import { freePort } from '../scripts/free-port.js';
+export { freePort };
 
 export const PG_BASE = process.env.BENCH_PG_BASE ?? 'postgres://postgres@127.0.0.1:5432';
 export const ADMIN_DB = `${PG_BASE}/postgres`;
@@ -117,17 +118,6 @@ export function signJwt(secret: string, claims: Record<string, unknown>, expires
 
 // ---------------------------------------------------------------- misc
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // ---------------------------------------------------------------- statistics
 

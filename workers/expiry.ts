@@ -1,6 +1,5 @@
-import { parseConfig } from '../shared/config.js';
-import { createDeps } from '../shared/runtime.js';
-import { isEntry, runProcess } from '../shared/process.js';
+import { isEntry } from '../shared/process.js';
+import { runLoopProcess } from './loop-process.js';
 import { logger } from '../shared/logger.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { expireNextDue, type ExpiryOutcome } from '../shared/usecases/expiry.js';
@@ -108,14 +107,4 @@ export function startExpiryLoops(deps: Deps) {
   };
 }
 
-if (isEntry(import.meta.url)) {
-  await runProcess('expiry', async () => {
-    const deps = await createDeps(parseConfig());
-    const loops = startExpiryLoops(deps);
-    return async () => {
-      await loops.stop();
-      await deps.db.end();
-      await deps.prepared.end();
-    };
-  });
-}
+if (isEntry(import.meta.url)) await runLoopProcess('expiry', (deps) => startExpiryLoops(deps));

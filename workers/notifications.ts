@@ -1,7 +1,6 @@
 import { claimNotifications, deliverNotification, webhookNotificationProvider, type NotificationProvider } from '../shared/usecases/notifications.js';
-import { parseConfig } from '../shared/config.js';
-import { createDeps } from '../shared/runtime.js';
-import { isEntry, runProcess } from '../shared/process.js';
+import { isEntry } from '../shared/process.js';
+import { runLoopProcess } from './loop-process.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { startDueLoop } from './due-loop.js';
 
@@ -17,14 +16,5 @@ export function startNotificationLoop(deps: Pick<Deps, 'db'>, provider: Notifica
 }
 
 if (isEntry(import.meta.url)) {
-  await runProcess('notifications', async () => {
-    const config = parseConfig();
-    const deps = await createDeps(config);
-    const loop = startNotificationLoop(deps, webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL));
-    return async () => {
-      await loop.stop();
-      await deps.db.end();
-      await deps.prepared.end();
-    };
-  });
+  await runLoopProcess('notifications', (deps, config) => startNotificationLoop(deps, webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL)));
 }

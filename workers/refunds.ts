@@ -1,8 +1,7 @@
 import { payRefund } from '../shared/usecases/refunds.js';
 import { claimDueRefunds } from '../shared/db/refunds.js';
-import { parseConfig } from '../shared/config.js';
-import { createDeps } from '../shared/runtime.js';
-import { isEntry, runProcess } from '../shared/process.js';
+import { isEntry } from '../shared/process.js';
+import { runLoopProcess } from './loop-process.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { startDueLoop } from './due-loop.js';
 
@@ -19,14 +18,4 @@ export function startRefundLoop(deps: Deps, o: { idleMaxMs?: number } = {}) {
   });
 }
 
-if (isEntry(import.meta.url)) {
-  await runProcess('refunds', async () => {
-    const deps = await createDeps(parseConfig());
-    const loop = startRefundLoop(deps);
-    return async () => {
-      await loop.stop();
-      await deps.db.end();
-      await deps.prepared.end();
-    };
-  });
-}
+if (isEntry(import.meta.url)) await runLoopProcess('refunds', (deps) => startRefundLoop(deps));

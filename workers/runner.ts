@@ -1,11 +1,8 @@
 import { Worker, type Job } from 'bullmq';
-import { parseConfig } from '../shared/config.js';
-import { createDeps } from '../shared/runtime.js';
-import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { QUEUES, type JobData, type QueueName, type QueueSpec } from '../shared/queues/registry.js';
-import { closeQueues, correlationOf, openQueues, queueConnection, schedulesOf, upsertSchedule, type Queues } from '../shared/queues/queues.js';
+import { correlationOf, queueConnection, type Queues } from '../shared/queues/queues.js';
 import { withCorrelation } from '../shared/correlation.js';
 import { jobDuration, jobFailures } from '../shared/metrics/work.js';
 
@@ -51,20 +48,4 @@ export function startWorker<Q extends QueueName>(def: WorkerDefinition<Q>, deps:
   worker.on('failed', (job, err) => logger.warn({ queue: def.queue, jobId: job?.id, requestId: correlationOf(job?.data)?.requestId, attempts: job?.attemptsMade, err: err.message }, 'job failed'));
   worker.on('error', (err) => logger.error({ queue: def.queue, err: err.message }, 'worker error'));
   return worker;
-}
-
-/** Entry point of a queue worker process: works the queue, upserts its schedules, finishes active jobs on SIGTERM. */
-export async function runWorkerProcess<Q extends QueueName>(def: WorkerDefinition<Q>): Promise<void> {
-  await runProcess(def.queue, async () => {
-    const config = parseConfig();
-    const deps: WorkerDeps = { ...(await createDeps(config)), queues: openQueues(config) };
-    const worker = startWorker(def, deps);
-    for (const id of schedulesOf(def.queue)) await upsertSchedule(deps.queues, id);
-    return async () => {
-      await worker.close();
-      await closeQueues(deps.queues);
-      await deps.db.end();
-      await deps.prepared.end();
-    };
-  });
 }

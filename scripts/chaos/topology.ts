@@ -11,6 +11,8 @@ import { readProcfile } from '../procfile.js';
 import { createPspSandbox } from '../../sandbox/app.js';
 import { startNotifyReceiver } from './notify-receiver.js';
 import { supervise, type Proc } from './procs.js';
+import { freePort } from '../free-port.js';
+export { freePort };
 
 // The scaled-out topology a chaos run owns: its own database, redis-server and Kafka broker (never the shared
 // ones: FLUSHALL and restarts are among the faults), the sandbox provider and the notification receiver (in this
@@ -19,15 +21,6 @@ import { supervise, type Proc } from './procs.js';
 export const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/postgres';
 const NOT_DOUBLED = new Set(['release', 'dashboard', 'psp', 'api']);
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.once('error', reject);
-  });
-}
 
 const portOpen = (port: number) => new Promise<boolean>((resolve) => {
   const s = net.connect(port, '127.0.0.1');

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import type { Queue, Worker } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { parseConfig, type Config } from '../../shared/config.js';
 import { migrate } from '../../shared/db/migrate.js';
 import { createDeps, requestRedis } from '../../shared/runtime.js';

@@ -1,20 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
+import { freePort } from '../../scripts/free-port.js';
+export { freePort };
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-    s.once('error', reject);
-  });
-}
 
 /** The direct children of a process, from /proc (Linux). */
 export function childrenOf(pid: number): number[] {

@@ -2,12 +2,11 @@ import { describe, expect, it } from 'vitest';
 import type { Harness } from '../helpers/harness.js';
 import { inHours } from '../helpers/http.js';
 import { bookingCount } from '../helpers/bookings.js';
-import { periods, withCarHarness } from '../helpers/cars.js';
+import { withCarHarness } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
 
 let h: Harness;
 let carId: number;
-const period = periods();
 withCarHarness((f) => ({ h, carId } = f));
 
 describe('invalid input → 400 VALIDATION and nothing written', () => {
