@@ -67,8 +67,9 @@ export function createHoldExpiry(deps: Deps) {
       let handled = 0;
       const lane = async () => {
         while (handled < BATCH) {
-          while (asks.size >= MAX_ASKS) await Promise.race(asks);
-          const r = await expireNextDue(deps, deps.config.EXPIRY_LEASE_S * 1000);
+          // While MAX_ASKS checks wait on the provider, only holds nobody asked to pay are claimed (they need no
+          // provider): a slow provider with many holds in grace must not delay the plain expiries (within 1 s).
+          const r = await expireNextDue(deps, deps.config.EXPIRY_LEASE_S * 1000, { unpaidOnly: asks.size >= MAX_ASKS });
           if (r === null) return;
           handled++;
           if ('done' in r) observe(r.done);

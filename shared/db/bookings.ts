@@ -172,9 +172,10 @@ export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: D
  * Locks the HOLD whose next expiry check is the most overdue, passing over rows another transaction holds (SKIP
  * LOCKED): concurrent expiry processes each get a different one and never wait on each other. Null when none is due.
  */
-export async function lockNextDueHold(db: CommonQueryMethods, now: Date): Promise<Booking | null> {
+export async function lockNextDueHold(db: CommonQueryMethods, now: Date, o: { unpaidOnly?: boolean } = {}): Promise<Booking | null> {
   return db.maybeOne(sql.type(bookingRow)`
     ${select} WHERE b.status = 'HOLD' AND b.next_expiry_check_at <= ${now.toISOString()}::timestamptz
+      ${o.unpaidOnly ? sql.fragment`AND b.pay_requested_at IS NULL` : sql.fragment``}
     ORDER BY b.next_expiry_check_at LIMIT 1 FOR UPDATE OF b SKIP LOCKED`);
 }
 

@@ -48,8 +48,8 @@ export async function claimDueNotifications(db: CommonQueryMethods, limit: numbe
           ORDER BY next_attempt_at LIMIT ${limit}
           FOR UPDATE SKIP LOCKED) due
     WHERE n.event_id = due.event_id AND n.channel = due.channel
-    RETURNING n.event_id::text AS "eventId", n.channel, n.booking_id::int AS "bookingId", n.event_type AS "eventType",
-      n.recipient::int AS recipient, n.body, n.attempts, n.lease_token::text AS "leaseToken"`);
+    RETURNING n.event_id::text AS "eventId", n.channel, n.booking_id AS "bookingId", n.event_type AS "eventType",
+      n.recipient AS recipient, n.body, n.attempts, n.lease_token::text AS "leaseToken"`);
 }
 
 /** The gateway took it: sent, once (only the claim's owner marks it). */

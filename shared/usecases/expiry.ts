@@ -62,10 +62,10 @@ export async function processExpiry(deps: Deps, bookingId: number): Promise<Expi
  * be run by the caller without holding up the next claim.
  */
 export async function expireNextDue(
-  deps: Deps, leaseMs: number,
+  deps: Deps, leaseMs: number, o: { unpaidOnly?: boolean } = {},
 ): Promise<null | { done: ExpiryOutcome } | { bookingId: number; ask: () => Promise<ExpiryOutcome> }> {
   const first = await deps.db.transaction(async (tx) => {
-    const b = await lockNextDueHold(tx, deps.clock.now());
+    const b = await lockNextDueHold(tx, deps.clock.now(), o);
     return b ? decideLocked(tx, deps, b, leaseMs) : null;
   });
   if (first === null) return null;

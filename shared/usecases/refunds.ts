@@ -41,12 +41,30 @@ const describe = (e: unknown) =>
   e instanceof ProviderRejectedError ? `rejected: ${e.status} ${JSON.stringify(e.body).slice(0, 200)}` : String((e as Error)?.message ?? e).slice(0, 500);
 
 /**
+ * The refund read API (GET /v1/refunds/{id}, GET /v1/refunds?…) is Stripe's, not the contract's: a provider that
+ * answers 404/405/501 to it has none, and a refund must still be paid — then the POST with the same idempotency
+ * key `refund-{id}` is asked again (the provider's key memory is the only guard left, as the README says).
+ */
+const lookupUnsupported = (e: unknown) => e instanceof ProviderRejectedError && [404, 405, 501].includes(e.status);
+const unlessUnsupported = (e: unknown): null => {
+  if (lookupUnsupported(e)) return null;
+  throw e;
+};
+
+/**
  * The refund an earlier pass may have created though no answer told us (a timeout or 5xx, or a process killed
  * mid-call): the provider's refunds of the same intent, reference and amount that no other refund row owns.
  * Asked before any POST but a refund's first, so a provider that forgot the idempotency key never pays twice.
  */
 async function findCreatedEarlier(deps: Deps, claim: ClaimedRefund): Promise<Refund | null> {
-  const listed = await deps.psp.listRefunds({ paymentIntentId: claim.paymentIntentId, reference: String(claim.bookingId) });
+  let listed;
+  try {
+    listed = await deps.psp.listRefunds({ paymentIntentId: claim.paymentIntentId, reference: String(claim.bookingId) });
+  } catch (e) {
+    // A provider without the (Stripe-like, not in the contract) list API: the POST with the same key is all we have.
+    if (lookupUnsupported(e)) return null;
+    throw e;
+  }
   const candidates = listed.filter((r) => r.paymentIntentId === claim.paymentIntentId && r.amount === claim.amount);
   const owned = await ownedProviderRefundIds(deps.db, candidates.map((r) => r.id));
   return candidates.find((r) => !owned.has(r.id)) ?? null;
@@ -63,7 +81,7 @@ async function findCreatedEarlier(deps: Deps, claim: ClaimedRefund): Promise<Ref
 export async function payRefund(deps: Deps, claim: ClaimedRefund): Promise<RefundOutcome> {
   let answer: Refund | null;
   try {
-    answer = claim.providerRefundId ? await deps.psp.getRefund(claim.providerRefundId) : null;
+    answer = claim.providerRefundId ? await deps.psp.getRefund(claim.providerRefundId).catch(unlessUnsupported) : null;
     if (!answer && claim.attempts > 1) answer = await findCreatedEarlier(deps, claim);
     answer ??= await deps.psp.createRefund(
       { paymentIntentId: claim.paymentIntentId, amount: claim.amount, reference: String(claim.bookingId) },

@@ -2,9 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { waitFor } from '../helpers/http.js';
+import { inHours, waitFor } from '../helpers/http.js';
 import { drained, notificationsOf, outboxOf, settledRefunds, statusOf } from '../helpers/bookings.js';
-import { holdCar, hostToken, type Hold } from '../helpers/cars.js';
+import { holdCar, hostToken, newCar, type Hold } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 
@@ -102,6 +102,21 @@ describe('notifications', () => {
     // The repeat carries the first delivery's key: the gateway can tell it is the same message.
     expect(gateway.accepted.at(-1)!.key).toBe(`${lost.event_id}:${lost.channel}`);
     expect(new Set(gateway.accepted.filter((a) => a.bookingId === b.id).map((a) => a.key)).size).toBe(6);
+  });
+
+  // Review finding: the claim cast recipient (bigint) to int; a customer id over 2^31 failed every claim of the
+  // notifications due with it, and, those staying first in line, every claim after: no notification for anyone.
+  it('a customer id beyond 32 bits is notified, and so is everyone after', async () => {
+    const carId = await newCar(h);
+    const sub = 3_000_000_000 + Math.floor(Math.random() * 1_000_000);
+    const token = h.token(sub, 'customer');
+    const r = await h.req('POST', '/bookings', { token, body: { carId, from: inHours(240), to: inHours(244) } });
+    expect(r.status, r.text).toBe(201);
+    expect((await h.req('POST', `/bookings/${r.json.bookingId}/cancel`, { token, body: {} })).status).toBe(200);
+    const after = await holdCar(h);
+    expect((await h.req('POST', `/bookings/${after.id}/cancel`, { token: after.token, body: {} })).status).toBe(200);
+    await waitFor(async () => sentFor(r.json.bookingId).length === 2 && sentFor(after.id).length === 2, 10_000);
+    expect(gateway.accepted.filter((n) => n.bookingId === r.json.bookingId).map((n) => n.recipient)).toEqual([sub, sub]);
   });
 
   it('a gateway failure is retried and the message still goes out once', async () => {

@@ -66,6 +66,19 @@ describe('refunds under provider faults', () => {
     expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
   });
 
+  // Review finding: the read API is not in the contract; a provider without it answered 404 to every lookup and the
+  // refund, once its first POST had failed, was never POSTed again (PENDING for ever).
+  it('a provider without the refund read API (404): the refund is still paid, by the POST with its key', async () => {
+    await sandbox(h).post('/faults/answers', { endpoint: 'refunds.list', answer: 404, rate: 1 });
+    await sandbox(h).post('/faults/answers', { endpoint: 'refunds.get', answer: 404, rate: 1 });
+    await sandbox(h).setFaults({ refundOutcome: 'pending', refundSettleMs: 500 });
+    await sandbox(h).setRefundFaults({ rejectStatus: 429, rejectCount: 1 });
+    const b = await lateRefund();
+    const [refund] = await settledRefunds(h, b.id, 20_000);
+    expect(refund!.status).toBe('SUCCEEDED');
+    expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
+  });
+
   it('FAILED only when the provider says failed, and then once', async () => {
     await sandbox(h).setRefundFaults({ rejectStatus: 429, rejectCount: 1 });
     await sandbox(h).setFaults({ refundOutcome: 'failed' });
