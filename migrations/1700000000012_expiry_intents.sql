@@ -1,22 +1,13 @@
 -- Up Migration
 
--- Payments are keyed on the payment intent: one succeeded payment per intent, whichever path records it first
--- (the webhook, or the expiry's / intent cancellation's question to the provider). The provider's transaction id
--- may be unknown on the second path (a list answer without it): it stays null until a webhook brings it.
--- A database that already holds two payments of one intent (the made-up `intent:{id}` transaction ids this
--- replaces) must be reconciled by hand first: the migration stops and names them.
-DO $$
-DECLARE dup text;
-BEGIN
-  SELECT string_agg(payment_intent_id, ', ') INTO dup
-  FROM (SELECT payment_intent_id FROM payment GROUP BY payment_intent_id HAVING count(*) > 1) d;
-  IF dup IS NOT NULL THEN
-    RAISE EXCEPTION 'payments recorded twice for the intents %: reconcile them before this migration', dup;
-  END IF;
-END $$;
+-- A payment is found by its booking and payment intent as well as by its providerTxnId: the expiry's and the intent
+-- cancellation's question to the provider may learn of a success before its webhook, from a list answer without
+-- the transaction id (it stays null until a webhook brings it). Not unique: the contract makes effects happen once
+-- per providerTxnId, and a provider may settle a second, distinct transaction on one intent (or two bookings may
+-- reference one foreign intent) — each must still confirm or be refunded (shared/db/payments.ts).
 ALTER TABLE payment ALTER COLUMN provider_txn_id DROP NOT NULL;
 UPDATE payment SET provider_txn_id = NULL WHERE provider_txn_id LIKE 'intent:%';
-CREATE UNIQUE INDEX payment_intent_once_idx ON payment (payment_intent_id);
+CREATE INDEX payment_booking_intent_idx ON payment (booking_id, payment_intent_id);
 
 -- A durable obligation, written in the transaction that moves a booking out of HOLD unpaid (EXPIRED, CANCELLED)
 -- after a payment was asked for: cancel every intent of the booking at the provider. Worked by the expiry
@@ -34,6 +25,6 @@ CREATE INDEX intent_cancellation_due_idx ON intent_cancellation (next_attempt_at
 
 -- Down Migration
 DROP TABLE intent_cancellation;
-DROP INDEX payment_intent_once_idx;
+DROP INDEX payment_booking_intent_idx;
 UPDATE payment SET provider_txn_id = 'intent:' || payment_intent_id WHERE provider_txn_id IS NULL;
 ALTER TABLE payment ALTER COLUMN provider_txn_id SET NOT NULL;

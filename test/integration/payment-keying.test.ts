@@ -85,4 +85,25 @@ describe('a payment found by the expiry and by its webhook is one payment', () =
     expect((await paymentsOf(b.id)).map((p) => p.outcome)).toEqual(['CONFIRMED', 'REFUNDED']);
     expect(await refundCount(b.id)).toBe(1);
   });
+
+  // Review finding: with payments unique per intent, a second, distinct transaction on one intent was dropped as a
+  // "duplicate" — neither confirming nor refunded, the money kept. Effects happen once per providerTxnId.
+  it('a second, distinct transaction on the same intent is a payment of its own: a wrong amount refunded, then the deposit confirms', async () => {
+    const b = await holdCar(h);
+    const intent = `pi_shared_${b.id}`;
+    expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit - 1, { intent, txn: `txn_a_${b.id}` }))).status).toBe(200);
+    expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit, { intent, txn: `txn_b_${b.id}` }))).status).toBe(200);
+    expect(await statusOf(h, b.id)).toBe('CONFIRMED');
+    expect((await paymentsOf(b.id)).map((p) => p.outcome)).toEqual(['REFUNDED', 'CONFIRMED']);
+    expect(await refundCount(b.id)).toBe(1);
+  });
+
+  it('two bookings paid through one foreign intent id: each payment confirms its own booking', async () => {
+    const [x, y] = [await holdCar(h), await holdCar(h)];
+    const intent = `pi_foreign_${x.id}`;
+    expect((await signedWebhook(h, paymentSucceeded(x.id, x.deposit, { intent }))).status).toBe(200);
+    expect((await signedWebhook(h, paymentSucceeded(y.id, y.deposit, { intent }))).status).toBe(200);
+    expect([await statusOf(h, x.id), await statusOf(h, y.id)]).toEqual(['CONFIRMED', 'CONFIRMED']);
+    expect(await refundCount(x.id) + await refundCount(y.id)).toBe(0);
+  });
 });
