@@ -10,11 +10,12 @@ ALTER TABLE refund
   ADD COLUMN lease_token     uuid;
 CREATE INDEX refund_due_idx ON refund (next_attempt_at) WHERE status = 'PENDING';
 
+-- (sent_at keeps its DEFAULT now(): a notifications worker of the previous version, still running during a deploy,
+-- inserts its row once sent without naming sent_at; the new code always writes sent_at NULL explicitly.)
 -- A notification row is written with its event (same transaction), unsent (sent_at NULL), and marked sent
 -- once the gateway accepted it (Idempotency-Key {eventId}:{channel}).
 ALTER TABLE notification
   ALTER COLUMN sent_at DROP NOT NULL,
-  ALTER COLUMN sent_at DROP DEFAULT,
   ADD COLUMN next_attempt_at timestamptz NOT NULL DEFAULT now(),
   ADD COLUMN attempts        integer     NOT NULL DEFAULT 0,
   ADD COLUMN last_error      text,
