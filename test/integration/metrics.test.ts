@@ -59,8 +59,8 @@ describe('/metrics after real work', () => {
     await h.sql(`INSERT INTO refund (booking_id, payment_intent_id, amount, currency, reason, created_at)
       VALUES ($1, 'pi_old', 5, 'VND', 'metrics test', now() - interval '2 hours'), ($1, 'pi_new', 5, 'VND', 'metrics test', now())`, [b.id]);
     await h.sql(`UPDATE outbox SET created_at = now() - interval '90 seconds' WHERE message_key = $1`, [String(b.id)]);
-    await h.sql(`INSERT INTO notification (event_id, channel, booking_id, event_type, recipient, body, created_at)
-      VALUES (gen_random_uuid(), 'sms', $1, 'booking.cancelled', 1, 'metrics test', now() - interval '2 hours')`, [b.id]);
+    await h.sql(`INSERT INTO notification (event_id, channel, booking_id, event_type, recipient, body, created_at, sent_at)
+      VALUES (gen_random_uuid(), 'sms', $1, 'booking.cancelled', 1, 'metrics test', now() - interval '2 hours', NULL)`, [b.id]);
     const text = await scrape();
     // No pump runs here: every event waits for Kafka, the oldest for at least 90 s.
     expect(sample(text, 'outbox_unpublished_events')).toBeGreaterThanOrEqual(1);
