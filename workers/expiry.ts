@@ -65,19 +65,24 @@ export function createHoldExpiry(deps: Deps) {
   return {
     async pass(): Promise<{ full: boolean; worked: boolean }> {
       let handled = 0;
+      /** Claims and decides one due hold; false when none is due. */
+      const step = async () => {
+        // While MAX_ASKS checks wait on the provider, only holds nobody asked to pay are claimed (they need no
+        // provider): a slow provider with many holds in grace must not delay the plain expiries (within 1 s).
+        const r = await expireNextDue(deps, deps.config.EXPIRY_LEASE_S * 1000, { unpaidOnly: asks.size >= MAX_ASKS });
+        if (r === null) return false;
+        handled++;
+        if ('done' in r) observe(r.done);
+        else ask(r.bookingId, r.ask);
+        return true;
+      };
+      // An idle pass is one probe, not one per lane: the lanes join only once a first hold was due.
+      if (!(await step())) return { full: false, worked: false };
       const lane = async () => {
-        while (handled < BATCH) {
-          // While MAX_ASKS checks wait on the provider, only holds nobody asked to pay are claimed (they need no
-          // provider): a slow provider with many holds in grace must not delay the plain expiries (within 1 s).
-          const r = await expireNextDue(deps, deps.config.EXPIRY_LEASE_S * 1000, { unpaidOnly: asks.size >= MAX_ASKS });
-          if (r === null) return;
-          handled++;
-          if ('done' in r) observe(r.done);
-          else ask(r.bookingId, r.ask);
-        }
+        while (handled < BATCH && (await step()));
       };
       await Promise.all(Array.from({ length: HOLD_LANES }, lane));
-      return { full: handled >= BATCH, worked: handled > 0 };
+      return { full: handled >= BATCH, worked: true };
     },
     /** The checks still asking the provider. */
     async drain(): Promise<void> {
