@@ -18,6 +18,7 @@ const common = {
   nextExpiryCheckAt: instant.nullable(),
   payRequestedAt: instant.nullable(),
   paymentIntentId: z.string().nullable(),
+  depositVersion: z.number(),
 };
 // The table's CHECKs guarantee each kind's columns; the other kind's (null) columns are dropped.
 const carRow = z.object({ kind: z.literal('car'), ...common, carId: z.number(), hostId: z.number(), from: instant, to: instant });
@@ -40,7 +41,7 @@ const select = sql.fragment`
     b.guests, b.rate_plan_id AS "ratePlanId", b.total_amount AS "totalAmount",
     b.deposit_amount AS "depositAmount", b.currency, b.hold_expires_at AS "holdExpiresAt",
     b.next_expiry_check_at AS "nextExpiryCheckAt", b.pay_requested_at AS "payRequestedAt",
-    b.payment_intent_id AS "paymentIntentId", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
+    b.payment_intent_id AS "paymentIntentId", b.deposit_version AS "depositVersion", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
   FROM booking b
   LEFT JOIN car c ON c.id = b.car_id
   LEFT JOIN room_type rt ON rt.id = b.room_type_id
@@ -158,8 +159,15 @@ export async function markPayRequested(db: CommonQueryMethods, id: number, at: D
   return r.rowCount === 1;
 }
 
-export async function savePaymentIntent(db: CommonQueryMethods, id: number, intentId: string): Promise<void> {
-  await db.query(sql.typeAlias('void')`UPDATE booking SET payment_intent_id = ${intentId} WHERE id = ${id} AND payment_intent_id IS NULL`);
+/**
+ * Saves the intent /pay created for the deposit of `depositVersion`; false when a change has replaced that deposit
+ * meanwhile (the intent is then superseded: the caller records it so).
+ */
+export async function savePaymentIntent(db: CommonQueryMethods, id: number, intentId: string, depositVersion: number): Promise<boolean> {
+  const r = await db.query(sql.typeAlias('void')`
+    UPDATE booking SET payment_intent_id = coalesce(payment_intent_id, ${intentId})
+    WHERE id = ${id} AND deposit_version = ${depositVersion}`);
+  return r.rowCount === 1;
 }
 
 /** Pushes the next expiry check of a HOLD (payment may be in flight). */
