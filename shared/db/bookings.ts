@@ -47,9 +47,18 @@ const select = sql.fragment`
   LEFT JOIN room_type rt ON rt.id = b.room_type_id
   LEFT JOIN hotel h ON h.id = rt.hotel_id`;
 
+const lockedId = z.object({ id: z.number() });
+
+/**
+ * The booking; `forUpdate`: its row locked first, then read by a second statement. One statement (`… JOIN car, room
+ * type, hotel … FOR UPDATE OF b`) is not enough once a booking can move to another car or room type: after waiting
+ * for the writer that changed the row, PostgreSQL re-checks only the booking's new version against the joined rows it
+ * had already read (EvalPlanQual), so a booking a change moved came back with no host or hotel. The second statement
+ * takes a new snapshot, which has every commit made before the lock was granted.
+ */
 export async function findBooking(db: CommonQueryMethods, id: number, opts: { forUpdate?: boolean } = {}): Promise<Booking | null> {
-  return db.maybeOne(sql.type(bookingRow)`
-    ${select} WHERE b.id = ${id} ${opts.forUpdate ? sql.fragment`FOR UPDATE OF b` : sql.fragment``}`);
+  if (opts.forUpdate && (await db.maybeOneFirst(sql.type(lockedId)`SELECT id FROM booking WHERE id = ${id} FOR UPDATE`)) === null) return null;
+  return db.maybeOne(sql.type(bookingRow)`${select} WHERE b.id = ${id}`);
 }
 
 export interface NewCarHold {
@@ -181,10 +190,12 @@ export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: D
  * LOCKED): concurrent expiry processes each get a different one and never wait on each other. Null when none is due.
  */
 export async function lockNextDueHold(db: CommonQueryMethods, now: Date, o: { unpaidOnly?: boolean } = {}): Promise<Booking | null> {
-  return db.maybeOne(sql.type(bookingRow)`
-    ${select} WHERE b.status = 'HOLD' AND b.next_expiry_check_at <= ${now.toISOString()}::timestamptz
-      ${o.unpaidOnly ? sql.fragment`AND b.pay_requested_at IS NULL` : sql.fragment``}
-    ORDER BY b.next_expiry_check_at LIMIT 1 FOR UPDATE OF b SKIP LOCKED`);
+  // Locked, then read by a second statement, as in findBooking (a change may have moved the hold meanwhile).
+  const id = await db.maybeOneFirst(sql.type(lockedId)`
+    SELECT id FROM booking WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
+      ${o.unpaidOnly ? sql.fragment`AND pay_requested_at IS NULL` : sql.fragment``}
+    ORDER BY next_expiry_check_at LIMIT 1 FOR UPDATE SKIP LOCKED`);
+  return id === null ? null : findBooking(db, id);
 }
 
 const bookingMoney = z.object({

@@ -64,7 +64,7 @@ describe('a HOLD whose deposit changes', () => {
     const dear = await newCar(h, { depositAmount: 3_000_000 });
     const b = await hold(cheap, 200);
     // The provider cannot be asked to cancel anything: the old intents stay payable for a while.
-    await sandbox(h).setFaults({ answers: [{ endpoint: 'intents.list', answer: 503, rate: 1 }] });
+    await sandbox(h).setFaults({ answers: [{ endpoint: 'intents.list', answer: 503, rate: 1, hangMs: 0 }] });
     const v0 = await requestPay(h, b); // 1 000 000, deposit-{id}
     await changed(h, b.id, b.token, { carId: dear });
     const v1 = await requestPay(h, { ...b, deposit: 3_000_000 }); // 3 000 000, deposit-{id}-v1
