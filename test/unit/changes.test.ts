@@ -62,8 +62,8 @@ describe('planChange: what a request asks of a booking', () => {
 
   it('a new room type keeps no rate plan of the old one: the ratePlanId given, or none', () => {
     expect(planChange(stay(), { roomTypeId: 3 }, now)).toMatchObject({ after: { roomTypeId: 3, ratePlanId: null }, changed: ['roomTypeId', 'ratePlanId'] });
-    expect(planChange(stay(), { roomTypeId: 3, ratePlanId: 8 }, now).after.ratePlanId).toBe(8);
-    expect(planChange(stay(), { rooms: 2 }, now).after.ratePlanId).toBe(4);
+    expect(planChange(stay(), { roomTypeId: 3, ratePlanId: 8 }, now).after).toMatchObject({ ratePlanId: 8 });
+    expect(planChange(stay(), { rooms: 2 }, now).after).toMatchObject({ ratePlanId: 4 });
   });
 });
 
