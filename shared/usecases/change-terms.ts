@@ -2,7 +2,7 @@ import type { CommonQueryMethods } from '../db/pool.js';
 import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
 import { notFound, validation } from '../domain/errors.js';
-import { stayCounter, stayDeposit, type CarBooking, type StayBooking } from '../domain/booking.js';
+import { stayCounter, stayDeposit, type Booking, type CarBooking, type StayBooking } from '../domain/booking.js';
 import { carDays, judgeStay } from '../domain/rates.js';
 import { nightsBetween } from '../domain/nights.js';
 import { checkGuests, checkQuoteForHold } from '../domain/quotes.js';
@@ -24,12 +24,18 @@ export interface PreparedChange {
   depositAmount: number;
   /**
    * Takes what the new terms need and frees what they no longer do, then writes the booking row in place (CAS on
-   * its version). `newDepositVersion`: the deposit of a HOLD changed. Returns the new totalAmount.
+   * its version). `newDepositVersion`: the deposit of a HOLD changed. Returns the booking as it now is.
    */
-  apply(newDepositVersion: boolean): Promise<{ totalAmount: number | null }>;
+  apply(newDepositVersion: boolean): Promise<Booking>;
 }
 
 const changedUnderLock = (id: number) => new Error(`booking ${id}: its version moved under the row lock`);
+
+/** The row's fields every change writes, as the booking now has them (no need to read it back). */
+const rowAfter = (b: Booking, depositAmount: number, totalAmount: number | null, newDepositVersion: boolean) => ({
+  version: b.version + 1, depositAmount, totalAmount,
+  depositVersion: b.depositVersion + (newDepositVersion ? 1 : 0), paymentIntentId: newDepositVersion ? null : b.paymentIntentId,
+});
 
 /**
  * A car: the new car (404; of the booking's currency; a host may move a booking only to a car of their own), the new
@@ -52,7 +58,7 @@ export async function prepareCarChange(tx: CommonQueryMethods, actor: Actor, b: 
     async apply(newDepositVersion) {
       const row = { id: b.id, version: b.version, depositAmount, totalAmount, newDepositVersion };
       if (!(await updateCarTerms(tx, { ...row, ...after }))) throw changedUnderLock(b.id);
-      return { totalAmount };
+      return { ...b, ...rowAfter(b, depositAmount, totalAmount, newDepositVersion), ...after, hostId: car.hostId };
     },
   };
 }
@@ -120,7 +126,7 @@ export async function prepareStayChange(
         quoteId: quote?.id ?? null, nightPrices: price?.nights.map((n) => n.price) ?? null,
       });
       if (!written) throw changedUnderLock(b.id);
-      return { totalAmount };
+      return { ...b, ...rowAfter(b, depositAmount, totalAmount, newDepositVersion), ...after };
     },
   };
 }

@@ -64,15 +64,15 @@ async function changeInOneTransaction(
       // DEPOSIT_INCREASE is decided before any inventory is touched.
       const effect = depositEffect(b.status, b.depositAmount, prepared.depositAmount);
       if (effect.kind === 'reprice') await supersedeCurrentIntent(tx, b.id);
-      const { totalAmount } = await prepared.apply(effect.kind === 'reprice');
+      const after = await prepared.apply(effect.kind === 'reprice');
       const depositDelta = prepared.depositAmount - b.depositAmount;
       await writeChanged(tx, b, plan, now, {
-        changedBy: describeActor(actor), depositAmount: prepared.depositAmount, depositDelta, totalAmount,
+        changedBy: describeActor(actor), depositAmount: prepared.depositAmount, depositDelta, totalAmount: after.totalAmount,
         refundAmount: effect.kind === 'refund' ? effect.amount : 0,
       });
       await settleDeposit(tx, b, effect, now);
       const result: ChangeResult = {
-        ...bookingView((await findBooking(tx, id))!, await moneyOf(tx, id)),
+        ...bookingView(after, await moneyOf(tx, id)),
         change: { before: termsOut(plan.before), after: termsOut(plan.after), depositDelta },
       };
       await remember?.(tx, result);

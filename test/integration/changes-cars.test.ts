@@ -4,7 +4,7 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 import { inHours } from '../helpers/http.js';
 import { HOST_ID, hostToken, newCar, type Hold } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
-import { operatorToken, outboxOf } from '../helpers/bookings.js';
+import { getBooking, operatorToken, outboxOf } from '../helpers/bookings.js';
 import { change, changed, changedEvents, footprint, onTrip } from '../helpers/changes.js';
 
 // CONTRACT "Changing a booking", cars: the booking's period (and car) is updated in place, one row, so the exclusion
@@ -41,6 +41,8 @@ describe('extend, shorten, move', () => {
         after: { carId, from: at(100).toISOString(), to: at(130).toISOString() }, depositDelta: 0,
       },
     });
+    const { change: _c, ...view } = body;
+    expect(view).toEqual(await getBooking(h, b.id)); // the booking as GET shows it
     const [event] = await changedEvents(h, b.id);
     expect(event).toMatchObject({
       type: 'booking.changed', bookingId: b.id, kind: 'car', status: 'HOLD', depositDelta: 0, totalAmount: 1_000_000, refundAmount: 0,
@@ -95,6 +97,8 @@ describe('extend, shorten, move', () => {
     const b = await hold(a, 500, 4);
     const body = await changed(h, b.id, b.token, { carId: c });
     expect([body.carId, body.depositAmount, body.change.depositDelta]).toEqual([c, 2_000_000, 0]);
+    const { change: _c, ...view } = body;
+    expect(view).toEqual(await getBooking(h, b.id));
     expect((await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId: a, from: inHours(500), to: inHours(504) } })).status).toBe(201);
     expect((await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId: c, from: inHours(501), to: inHours(502) } })).status).toBe(409);
   });
