@@ -203,5 +203,12 @@ describe('Idempotency-Key', () => {
     expect((await h.req('POST', `/bookings/${blocker.id}/cancel`, { token: blocker.token, body: {} })).status).toBe(200);
     const again = await change(h, b.id, b.token, { to: inHours(1021) }, k2);
     expect([again.status, again.headers.get('idempotent-replayed'), again.json]).toEqual([409, 'true', refused.json]);
+    // The same key twice at once: one change; the other is its replay or 409 IDEMPOTENCY_IN_PROGRESS.
+    const k3 = randomUUID();
+    const events = (await changedEvents(h, b.id)).length;
+    const both = await Promise.all([1, 2].map(() => change(h, b.id, b.token, { to: inHours(1015) }, k3)));
+    expect(both.filter((r) => r.status === 200 && r.headers.get('idempotent-replayed') !== 'true').length).toBe(1);
+    for (const r of both) expect(['200', '409 IDEMPOTENCY_IN_PROGRESS']).toContain(r.status === 200 ? '200' : `${r.status} ${r.json.error.code}`);
+    expect((await changedEvents(h, b.id)).length).toBe(events + 1);
   });
 });
