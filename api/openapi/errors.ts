@@ -18,6 +18,7 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   STAY_RESTRICTED: "the rate plan's calendar forbids this stay (`details.reason`, `details.date`)",
   PRICE_CHANGED: "the quote's total is no longer the price (`details.quotedTotal`, `details.currentTotal`)",
   QUOTE_EXPIRED: 'the quote is past its `validUntil`',
+  DEPOSIT_INCREASE: 'a change of a CONFIRMED booking would raise its deposit (`details.depositAmount`, `details.newDepositAmount`)',
   IDEMPOTENCY_KEY_REUSED: 'the same Idempotency-Key came with a different body',
   RATE_LIMITED: 'hold limit reached; retry after `Retry-After` seconds',
   INTERNAL: 'a bug; the message is generic, details are in the logs',

@@ -13,7 +13,7 @@ export const TAGS = {
   inventory: 'Sellable rooms per night and their audit ledger (operators)',
   prices: 'Rate plans, their nightly calendar (operators) and quotes (customers)',
   search: 'Public availability search (may be up to SEARCH_CACHE_TTL_S stale)',
-  bookings: 'Holds, reads, payment redirect, cancellation, trips',
+  bookings: 'Holds, reads, payment redirect, changes, cancellation, trips',
   payments: "The payment provider's webhook",
   operations: 'Health, readiness, metrics and this description',
 } as const;

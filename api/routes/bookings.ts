@@ -6,13 +6,15 @@ import { HoldRateLimiter } from '../hold-rate-limiter.js';
 import { parse, pathId } from '../validation.js';
 import { z } from 'zod';
 import {
-  bookingAnswer, cancelAnswer, cancelBody, carHoldBody, holdAnswer, holdBodyObject, idempotencyKeyHeader, stayHoldBody, tripAnswer,
+  bookingAnswer, cancelAnswer, cancelBody, carHoldBody, changeAnswer, changeBody, holdAnswer, holdBodyObject, idempotencyKeyHeader, stayHoldBody,
+  tripAnswer,
 } from '../schemas/bookings.js';
 import type { Operation } from '../openapi/operation.js';
 import { advanceTrip, cancelBooking, getBooking } from '../../shared/usecases/bookings.js';
 import { placeHold, type HoldDeps, type HoldInput } from '../../shared/usecases/holds.js';
 import { refusalError } from '../../shared/usecases/idempotency.js';
 import { startPayment } from '../../shared/usecases/payments.js';
+import { changeBooking } from '../../shared/usecases/changes.js';
 
 function holdInput(body: unknown): HoldInput {
   const obj = parse(holdBodyObject, body, 'body');
@@ -53,6 +55,16 @@ export function bookingRoutes(deps: ApiDeps) {
   router.post('/bookings/:id/cancel', auth, async (ctx) => {
     const body = parse(cancelBody, jsonBody(ctx.state), 'body');
     ctx.body = await cancelBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), body?.reason ?? null);
+  });
+
+  router.post('/bookings/:id/change', auth, async (ctx) => {
+    const raw = jsonBody(ctx.state);
+    const request = parse(changeBody, raw, 'body');
+    const idempotencyKey = parse(idempotencyKeyHeader, ctx.get('idempotency-key') || undefined, 'header');
+    const { outcome, replayed } = await changeBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), request, { idempotencyKey, body: raw });
+    if (replayed) ctx.set('Idempotent-Replayed', 'true');
+    if (!outcome.ok) throw refusalError(outcome.error);
+    ctx.body = outcome.value;
   });
 
   for (const action of ['pickup', 'return'] as const) {
@@ -109,6 +121,26 @@ export const bookingOperations: Operation[] = [
     body: cancelBody, example: { reason: 'plans changed' },
     answer: { status: 200, description: 'Cancelled, with the refund owed', schema: cancelAnswer },
     errors: ['INVALID_STATE'],
+  },
+  {
+    operationId: 'changeBooking', method: 'post', path: '/bookings/{id}/change', tag: 'bookings', auth: anyRole,
+    summary: 'Change a booking: extend, shorten, move, swap the car or room type, add or drop rooms',
+    description: "The owner, the car's host or an operator (stays: the owner or an operator). Car: `{from?, to?, carId?}`; stay: "
+      + '`{checkIn?, checkOut?, rooms?, guests?, roomTypeId?, ratePlanId?, quoteId?}`; the fields given replace the booking\'s and the '
+      + 'result obeys every rule of a new hold. HOLD and CONFIRMED may change anything, ON_TRIP only its return (`to`, a stay\'s '
+      + '`checkOut`). Atomic: what the new terms need is taken under the constraints that decide a hold, in the transaction that frees '
+      + 'what they no longer need; time and nights both share are never free. totalAmount and depositAmount are recomputed. HOLD: '
+      + 'holdExpiresAt does not move; a new deposit cancels the old intents and the next /pay pays the new amount. CONFIRMED: a lower '
+      + 'deposit refunds the difference, a higher one is 409 DEPOSIT_INCREASE. Idempotency-Key as for holds.',
+    headers: z.object({ 'Idempotency-Key': idempotencyKeyHeader.describe('1–255 characters, scoped to you, kept at least 24 h') }),
+    body: changeBody,
+    example: { to: '2030-01-03T10:00:00+07:00' },
+    answer: {
+      status: 200, description: 'The booking as it is now, and `change: {before, after, depositDelta}`', schema: changeAnswer,
+      headers: { 'Idempotent-Replayed': { description: '`true` when this is the replay of an earlier request with the same key', schema: { type: 'string', enum: ['true'] }, required: false } },
+    },
+    errors: ['INVALID_STATE', 'CAR_UNAVAILABLE', 'SOLD_OUT', 'STAY_RESTRICTED', 'PRICE_CHANGED', 'QUOTE_EXPIRED', 'DEPOSIT_INCREASE',
+      'IDEMPOTENCY_IN_PROGRESS', 'IDEMPOTENCY_KEY_REUSED'],
   },
   ...(['pickup', 'return'] as const).map((action): Operation => ({
     operationId: `${action}Booking`, method: 'post', path: `/bookings/{id}/${action}`, tag: 'bookings', auth: hostOrOperator,

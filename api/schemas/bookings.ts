@@ -33,4 +33,27 @@ export const bookingAnswer = z.object({
   refund: z.object({ amount: money, status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']) }).strict().nullable(),
 }).strict();
 export const cancelAnswer = z.object({ bookingId: id, status: z.literal('CANCELLED'), refundAmount: money, currency: z.string() }).strict();
+/**
+ * POST /bookings/{id}/change: the fields given replace the booking's (car: from, to, carId; stay: the rest). Strict: a
+ * misspelt field is refused, never ignored. Which fields a booking accepts (its kind, its status) is the use case's.
+ */
+export const changeBody = z.object({
+  from: instant.optional(), to: instant.optional(), carId: id.optional(),
+  checkIn: isoDate.optional(), checkOut: isoDate.optional(), rooms: rooms.removeDefault().optional(), guests: guests.removeDefault().optional(),
+  roomTypeId: id.describe('Another room type of the same hotel').optional(),
+  ratePlanId: id.describe('A rate plan of the (new) room type; a new room type without one has none').optional(),
+  quoteId: id.describe('A quote of the booking\'s customer for exactly the new stay (needs its ratePlanId)').optional(),
+}, { invalid_type_error: 'a JSON object is required', required_error: 'a JSON object is required' }).strict();
+
+const carTermsOut = z.object({ carId: id, from: instantOut, to: instantOut }).strict();
+const stayTermsOut = z.object({
+  roomTypeId: id, checkIn: dateOut, checkOut: dateOut, rooms: z.number().int().positive(), guests: z.number().int().positive(), ratePlanId: id.nullable(),
+}).strict();
+/** 200 of POST /bookings/{id}/change (and its replays): the booking as GET shows it, and what changed. */
+export const changeAnswer = bookingAnswer.extend({
+  change: z.object({
+    before: z.union([carTermsOut, stayTermsOut]), after: z.union([carTermsOut, stayTermsOut]),
+    depositDelta: z.number().int().describe('New deposit − old; a CONFIRMED booking is refunded a negative delta'),
+  }).strict(),
+}).strict();
 export const tripAnswer = z.object({ bookingId: id, status: z.enum(['ON_TRIP', 'COMPLETED']) }).strict();

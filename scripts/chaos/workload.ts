@@ -19,6 +19,8 @@ interface Tracked {
   customer: number;
   status: string;
   intentId?: string;
+  /** What it books now (the body of its hold, then of its last change). */
+  terms: Record<string, unknown>;
 }
 
 export interface WorkloadContext {
@@ -81,7 +83,7 @@ export function createWorkload(c: WorkloadContext, catalogue: { cars: number[]; 
     const key = c.rng.chance(0.3) ? randomUUID() : undefined;
     const headers = key ? { 'idempotency-key': key } : undefined;
     const r = await c.call(api(), `hold.${kind}`, 'POST', '/bookings', { token: c.token(who, 'customer'), body, headers });
-    if (r?.status === 201) bookings.push({ id: r.json.bookingId, kind, customer: who, status: 'HOLD' });
+    if (r?.status === 201) bookings.push({ id: r.json.bookingId, kind, customer: who, status: 'HOLD', terms: body });
     // A client retrying with its key (a lost answer): the same answer, nothing new created.
     if (key && r && r.status < 500) await c.call(api(), 'hold.replay', 'POST', '/bookings', { token: c.token(who, 'customer'), body, headers });
   }
@@ -134,6 +136,51 @@ export function createWorkload(c: WorkloadContext, catalogue: { cars: number[]; 
     else await refresh(b);
   }
 
+  /** The terms a change asks for: near the current ones, sometimes another car or room type of the same hotel. */
+  function changedTerms(b: Tracked): Record<string, unknown> {
+    const t = b.terms;
+    if (b.kind === 'car') {
+      const from = Date.parse(String(t.from));
+      if (b.status === 'ON_TRIP') return { to: new Date(Math.max(from, Date.now()) + c.rng.int(1, 72) * 3_600_000).toISOString() };
+      const shift = c.rng.int(-12, 24) * 3_600_000;
+      const what = c.rng.weighted({ to: 40, move: 30, car: 30 });
+      if (what === 'car') return { carId: c.rng.pick(catalogue.cars) };
+      if (what === 'to') return { to: new Date(from + c.rng.int(2, 96) * 3_600_000).toISOString() };
+      return { from: new Date(Math.max(from + shift, Date.now() + 3_600_000)).toISOString(), to: new Date(Math.max(from + shift, Date.now() + 3_600_000) + c.rng.int(2, 72) * 3_600_000).toISOString() };
+    }
+    const start = Math.round((Date.parse(`${String(t.checkIn)}T00:00:00Z`) - Date.parse(`${day(0)}T00:00:00Z`)) / 86_400_000);
+    if (b.status === 'ON_TRIP') return { checkOut: day(start + c.rng.int(1, 4)) };
+    const what = c.rng.weighted({ shift: 40, rooms: 30, roomType: 30 });
+    if (what === 'rooms') return { rooms: c.rng.int(1, 3) };
+    if (what === 'roomType') {
+      const i = catalogue.roomTypes.indexOf(Number(t.roomTypeId));
+      return { roomTypeId: catalogue.roomTypes[i ^ 1] ?? t.roomTypeId };
+    }
+    const checkIn = Math.min(37, Math.max(3, start + c.rng.int(-2, 2)));
+    return { checkIn: day(checkIn), checkOut: day(Math.min(40, checkIn + c.rng.int(1, 4))) };
+  }
+
+  async function change() {
+    const b = c.rng.pick(withStatus('HOLD', 'CONFIRMED', 'ON_TRIP').slice(-40));
+    if (!b) return;
+    const by = c.rng.weighted({ customer: 70, host: b.kind === 'car' ? 10 : 0, operator: 20 });
+    const token = by === 'customer' ? c.token(b.customer, 'customer') : by === 'host' ? c.token(HOST, 'host') : c.token(OPERATOR, 'operator');
+    const body = changedTerms(b);
+    const headers = c.rng.chance(0.3) ? { 'idempotency-key': randomUUID() } : undefined;
+    const r = await c.call(api(), `change.${b.kind}`, 'POST', `/bookings/${b.id}/change`, { token, body, headers });
+    if (headers && r && r.status < 500) await c.call(api(), 'change.replay', 'POST', `/bookings/${b.id}/change`, { token, body, headers });
+    if (r?.status !== 200) return refresh(b);
+    b.status = r.json.status;
+    b.terms = b.kind === 'car'
+      ? { carId: r.json.carId, from: r.json.from, to: r.json.to }
+      : { roomTypeId: r.json.roomTypeId, checkIn: r.json.checkIn, checkOut: r.json.checkOut, rooms: r.json.rooms };
+    // The old deposit's intent, paid after all: the payment must be refunded in full (the hold stays a HOLD).
+    if (b.status === 'HOLD' && r.json.change.depositDelta !== 0 && b.intentId) {
+      if (c.rng.chance(0.3)) await checkout(b, 'pay');
+      b.intentId = undefined;
+    }
+  }
+
   async function adjust() {
     const start = c.rng.int(2, 38);
     const body = { from: day(start), to: day(Math.min(40, start + c.rng.int(1, 5))), sellable: c.rng.int(0, 8), reason: 'chaos adjustment' };
@@ -154,9 +201,11 @@ export function createWorkload(c: WorkloadContext, catalogue: { cars: number[]; 
   }
 
   const ops = {
-    'hold.car': () => hold('car'), 'hold.stay': () => hold('stay'), pay, payLate, cancel, trip, adjust, get: () => refresh(), search,
+    'hold.car': () => hold('car'), 'hold.stay': () => hold('stay'), pay, payLate, cancel, trip, change, adjust, get: () => refresh(), search,
   } as const;
-  const weights: Record<keyof typeof ops, number> = { 'hold.car': 18, 'hold.stay': 14, pay: 24, payLate: 5, cancel: 9, trip: 5, adjust: 5, get: 12, search: 8 };
+  const weights: Record<keyof typeof ops, number> = {
+    'hold.car': 18, 'hold.stay': 14, pay: 24, payLate: 5, cancel: 9, trip: 5, change: 10, adjust: 5, get: 12, search: 8,
+  };
 
   return {
     bookings,

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { carNoOverlap } from './car-overlap.js';
 import { stayInventory } from './stay-inventory.js';
 import { paymentsAccounted } from './payments.js';
+import { depositsBalanced } from './deposits.js';
 import { refundsSettled } from './refunds.js';
 import { intentsCancelled } from './intents.js';
 import { outboxPublished } from './outbox-kafka.js';
@@ -14,7 +15,7 @@ export type { CheckContext, Invariant, InvariantReport, NotifyDelivery } from '.
 
 /** In the order they are printed. */
 export const INVARIANTS: readonly Invariant[] = [
-  carNoOverlap, stayInventory, paymentsAccounted, refundsSettled, intentsCancelled, outboxPublished, notificationsOnce, holdsExpire,
+  carNoOverlap, stayInventory, paymentsAccounted, depositsBalanced, refundsSettled, intentsCancelled, outboxPublished, notificationsOnce, holdsExpire,
 ];
 
 export interface CheckOptions {

@@ -18,6 +18,7 @@ const common = {
   nextExpiryCheckAt: instant.nullable(),
   payRequestedAt: instant.nullable(),
   paymentIntentId: z.string().nullable(),
+  depositVersion: z.number(),
 };
 // The table's CHECKs guarantee each kind's columns; the other kind's (null) columns are dropped.
 const carRow = z.object({ kind: z.literal('car'), ...common, carId: z.number(), hostId: z.number(), from: instant, to: instant });
@@ -40,15 +41,24 @@ const select = sql.fragment`
     b.guests, b.rate_plan_id AS "ratePlanId", b.total_amount AS "totalAmount",
     b.deposit_amount AS "depositAmount", b.currency, b.hold_expires_at AS "holdExpiresAt",
     b.next_expiry_check_at AS "nextExpiryCheckAt", b.pay_requested_at AS "payRequestedAt",
-    b.payment_intent_id AS "paymentIntentId", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
+    b.payment_intent_id AS "paymentIntentId", b.deposit_version AS "depositVersion", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
   FROM booking b
   LEFT JOIN car c ON c.id = b.car_id
   LEFT JOIN room_type rt ON rt.id = b.room_type_id
   LEFT JOIN hotel h ON h.id = rt.hotel_id`;
 
+const lockedId = z.object({ id: z.number() });
+
+/**
+ * The booking; `forUpdate`: its row locked first, then read by a second statement. One statement (`… JOIN car, room
+ * type, hotel … FOR UPDATE OF b`) is not enough once a booking can move to another car or room type: after waiting
+ * for the writer that changed the row, PostgreSQL re-checks only the booking's new version against the joined rows it
+ * had already read (EvalPlanQual), so a booking a change moved came back with no host or hotel. The second statement
+ * takes a new snapshot, which has every commit made before the lock was granted.
+ */
 export async function findBooking(db: CommonQueryMethods, id: number, opts: { forUpdate?: boolean } = {}): Promise<Booking | null> {
-  return db.maybeOne(sql.type(bookingRow)`
-    ${select} WHERE b.id = ${id} ${opts.forUpdate ? sql.fragment`FOR UPDATE OF b` : sql.fragment``}`);
+  if (opts.forUpdate && (await db.maybeOneFirst(sql.type(lockedId)`SELECT id FROM booking WHERE id = ${id} FOR UPDATE`)) === null) return null;
+  return db.maybeOne(sql.type(bookingRow)`${select} WHERE b.id = ${id}`);
 }
 
 export interface NewCarHold {
@@ -158,8 +168,15 @@ export async function markPayRequested(db: CommonQueryMethods, id: number, at: D
   return r.rowCount === 1;
 }
 
-export async function savePaymentIntent(db: CommonQueryMethods, id: number, intentId: string): Promise<void> {
-  await db.query(sql.typeAlias('void')`UPDATE booking SET payment_intent_id = ${intentId} WHERE id = ${id} AND payment_intent_id IS NULL`);
+/**
+ * Saves the intent /pay created for the deposit of `depositVersion`; false when a change has replaced that deposit
+ * meanwhile (the intent is then superseded: the caller records it so).
+ */
+export async function savePaymentIntent(db: CommonQueryMethods, id: number, intentId: string, depositVersion: number): Promise<boolean> {
+  const r = await db.query(sql.typeAlias('void')`
+    UPDATE booking SET payment_intent_id = coalesce(payment_intent_id, ${intentId})
+    WHERE id = ${id} AND deposit_version = ${depositVersion}`);
+  return r.rowCount === 1;
 }
 
 /** Pushes the next expiry check of a HOLD (payment may be in flight). */
@@ -173,10 +190,12 @@ export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: D
  * LOCKED): concurrent expiry processes each get a different one and never wait on each other. Null when none is due.
  */
 export async function lockNextDueHold(db: CommonQueryMethods, now: Date, o: { unpaidOnly?: boolean } = {}): Promise<Booking | null> {
-  return db.maybeOne(sql.type(bookingRow)`
-    ${select} WHERE b.status = 'HOLD' AND b.next_expiry_check_at <= ${now.toISOString()}::timestamptz
-      ${o.unpaidOnly ? sql.fragment`AND b.pay_requested_at IS NULL` : sql.fragment``}
-    ORDER BY b.next_expiry_check_at LIMIT 1 FOR UPDATE OF b SKIP LOCKED`);
+  // Locked, then read by a second statement, as in findBooking (a change may have moved the hold meanwhile).
+  const id = await db.maybeOneFirst(sql.type(lockedId)`
+    SELECT id FROM booking WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
+      ${o.unpaidOnly ? sql.fragment`AND pay_requested_at IS NULL` : sql.fragment``}
+    ORDER BY next_expiry_check_at LIMIT 1 FOR UPDATE SKIP LOCKED`);
+  return id === null ? null : findBooking(db, id);
 }
 
 const bookingMoney = z.object({

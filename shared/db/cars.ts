@@ -27,6 +27,10 @@ export async function insertCar(db: CommonQueryMethods, car: NewCar): Promise<Ca
     RETURNING ${columns}`);
 }
 
+export async function findCar(db: CommonQueryMethods, id: number): Promise<CarRow | null> {
+  return db.maybeOne(sql.type(carRow)`SELECT ${columns} FROM car WHERE id = ${id}`);
+}
+
 export async function findCarByPlate(db: CommonQueryMethods, plate: string): Promise<CarRow | null> {
   return db.maybeOne(sql.type(carRow)`SELECT ${columns} FROM car WHERE plate = ${plate}`);
 }

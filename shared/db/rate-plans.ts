@@ -97,6 +97,7 @@ export interface StayNights {
 
 export const stayCatalogueRow = z.object({
   roomTypeId: z.number(),
+  hotelId: z.number(),
   depositAmount: z.number(),
   currency: z.string(),
   maxGuests: z.number(),
@@ -106,7 +107,7 @@ export const stayCatalogueRow = z.object({
 });
 export type StayCatalogue = z.infer<typeof stayCatalogueRow>;
 
-const catalogueColumns = sql.fragment`rt.id AS "roomTypeId", rt.deposit_amount AS "depositAmount", rt.currency,
+const catalogueColumns = sql.fragment`rt.id AS "roomTypeId", rt.hotel_id AS "hotelId", rt.deposit_amount AS "depositAmount", rt.currency,
   rt.max_guests AS "maxGuests", h.timezone, rp.room_type_id AS "ratePlanRoomTypeId"`;
 const catalogueFrom = (roomTypeId: number, ratePlanId: number | null) => sql.fragment`
   FROM room_type rt

@@ -57,15 +57,20 @@ export interface TailRead<E> {
   entries: E[];
 }
 
-/** A car calendar change from the outbox: a held car booking (blocks its car) or a booking leaving HOLD/CONFIRMED/ON_TRIP. */
+/**
+ * A car calendar change from the outbox: a held car booking (blocks its car), a changed one (its interval replaced:
+ * the car and period of `after`), or a booking leaving HOLD/CONFIRMED/ON_TRIP.
+ */
 export type CalendarChange =
-  | { kind: 'held'; id: number; bookingId: number; carId: number; from: number; to: number }
+  | { kind: 'held' | 'changed'; id: number; bookingId: number; carId: number; from: number; to: number }
   | { kind: 'freed'; id: number; bookingId: number };
 
 async function tail<E>(db: PreparedDb, name: string, sql: string, after: number, limit: number, parse: (t: number[]) => E): Promise<TailRead<E>> {
   const [r] = await db.query<{ snapshot: string; count: number; maxId: number | null; list: string | null }>(name, sql, [after, limit]);
   return { snapshot: parseSnapshot(r!.snapshot), count: Number(r!.count), maxId: r!.maxId, entries: tuples(r!.list).map(parse) };
 }
+
+const epochMs = (field: string) => `(extract(epoch FROM (${field})::timestamptz) * 1000)::int8`;
 
 /** Outbox rows after `after` (up to `limit`), of them the car calendar changes; one statement, one snapshot. */
 export function tailCalendarChanges(db: PreparedDb, after: number, limit: number): Promise<TailRead<CalendarChange>> {
@@ -74,14 +79,16 @@ export function tailCalendarChanges(db: PreparedDb, after: number, limit: number
     SELECT pg_current_snapshot()::text AS snapshot, (SELECT count(*) FROM r) AS count, (SELECT max(id) FROM r) AS "maxId",
            (SELECT string_agg(CASE WHEN topic = 'booking.held'
                                    THEN concat_ws(',', id, 1, payload->>'bookingId', payload->>'carId',
-                                                  (extract(epoch FROM (payload->>'from')::timestamptz) * 1000)::int8,
-                                                  (extract(epoch FROM (payload->>'to')::timestamptz) * 1000)::int8)
+                                                  ${epochMs("payload->>'from'")}, ${epochMs("payload->>'to'")})
+                                   WHEN topic = 'booking.changed'
+                                   THEN concat_ws(',', id, 2, payload->>'bookingId', payload->'after'->>'carId',
+                                                  ${epochMs("payload->'after'->>'from'")}, ${epochMs("payload->'after'->>'to'")})
                                    ELSE concat_ws(',', id, 0, payload->>'bookingId') END, ';' ORDER BY id)
             FROM r
-            WHERE (topic = 'booking.held' AND payload->>'kind' = 'car')
+            WHERE (topic IN ('booking.held', 'booking.changed') AND payload->>'kind' = 'car')
                OR topic IN ('booking.expired', 'booking.cancelled', 'booking.completed')) AS list`,
-  after, limit, ([id, held, bookingId, carId, from, to]) => (held
-    ? { kind: 'held', id: id!, bookingId: bookingId!, carId: carId!, from: from!, to: to! }
+  after, limit, ([id, kind, bookingId, carId, from, to]) => (kind
+    ? { kind: kind === 2 ? 'changed' : 'held', id: id!, bookingId: bookingId!, carId: carId!, from: from!, to: to! }
     : { kind: 'freed', id: id!, bookingId: bookingId! }));
 }
 

@@ -24,6 +24,8 @@ interface BookingBase {
   /** The customer asked to pay: from then on a payment may be in flight. */
   payRequestedAt: Date | null;
   paymentIntentId: string | null;
+  /** How many changes so far changed the deposit of this HOLD: its intents are keyed deposit-{id}-v{n} from 1 on. */
+  depositVersion: number;
 }
 
 /** One car for [from, to); the car stays blocked until `to` + its turnaround. */

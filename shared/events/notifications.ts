@@ -5,5 +5,6 @@ export const notificationBody: Record<NotifiedEvent, (bookingId: number) => stri
   'booking.confirmed': (id) => `Booking ${id} is confirmed.`,
   'booking.expired': (id) => `Your hold ${id} expired before payment.`,
   'booking.cancelled': (id) => `Booking ${id} was cancelled.`,
+  'booking.changed': (id) => `Booking ${id} was changed.`,
   'refund.succeeded': (id) => `Your refund for booking ${id} was paid.`,
 };

@@ -25,6 +25,20 @@ const calendarChange = z.object({
   price: amount.optional(), minStay: z.number().int().positive().optional(), maxStay: z.number().int().positive().optional(),
   closedToArrival: z.boolean().optional(), closedToDeparture: z.boolean().optional(), stopSell: z.boolean().optional(),
 });
+/** What a change replaces: a car's period and car, or a stay's terms (booking.changed's `before` and `after`). */
+const carTerms = z.object({ carId: id, from: instant, to: instant });
+const stayTerms = z.object({
+  roomTypeId: id, checkIn: date, checkOut: date, rooms: z.number().int().positive(), guests: z.number().int().positive(), ratePlanId: id.nullable(),
+});
+/** depositDelta = new deposit − old (negative: a CONFIRMED booking is refunded the difference, refundAmount). */
+const changed = {
+  bookingId: id, customerId: id, status: z.enum(['HOLD', 'CONFIRMED', 'ON_TRIP']), changedBy: z.string(),
+  depositAmount: amount, depositDelta: z.number().int(), totalAmount: amount.nullable(), refundAmount: amount, currency,
+};
+const bookingChanged = z.discriminatedUnion('kind', [
+  z.object({ ...changed, kind: z.literal('car'), before: carTerms, after: carTerms }),
+  z.object({ ...changed, kind: z.literal('stay'), before: stayTerms, after: stayTerms }),
+]);
 const tripStep = z.object({ bookingId: id, customerId: id, by: z.string() });
 const refundSettled = z.object({ bookingId: id, refundId: id, amount, currency });
 
@@ -46,6 +60,7 @@ export const EVENTS = {
   ),
   'booking.started': define(tripStep, byBooking),
   'booking.completed': define(tripStep, byBooking),
+  'booking.changed': define(bookingChanged, byBooking),
   'refund.requested': define(
     z.object({ bookingId: id, refundId: id, amount, currency, paymentIntentId: z.string(), reason: z.string() }),
     byBooking,

@@ -7,6 +7,7 @@ export const EVENT_TYPES = [
   'booking.cancelled',
   'booking.started',
   'booking.completed',
+  'booking.changed',
   'refund.requested',
   'refund.succeeded',
   'refund.failed',
@@ -18,7 +19,7 @@ export type EventType = (typeof EVENT_TYPES)[number];
 export const topicName = (prefix: string, type: string) => `${prefix}${type}`;
 
 /** Events that customers hear about, on each of these channels. */
-export const NOTIFIED_EVENTS = ['booking.confirmed', 'booking.expired', 'booking.cancelled', 'refund.succeeded'] as const satisfies readonly EventType[];
+export const NOTIFIED_EVENTS = ['booking.confirmed', 'booking.expired', 'booking.cancelled', 'booking.changed', 'refund.succeeded'] as const satisfies readonly EventType[];
 export type NotifiedEvent = (typeof NOTIFIED_EVENTS)[number];
 export const NOTIFY_CHANNELS = ['sms', 'push'] as const;
 export type Channel = (typeof NOTIFY_CHANNELS)[number];

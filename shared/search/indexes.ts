@@ -30,7 +30,7 @@ const OTHER_DB_CHECK_MS = 1_000;
 const CATCH_UP_MAX_MS = 1_000;
 const DAY_MS = 86_400_000;
 
-type HeldChange = Extract<CalendarChange, { kind: 'held' }>;
+type HeldChange = Extract<CalendarChange, { kind: 'held' | 'changed' }>;
 
 /**
  * Runs `fn` over the items, yielding to the event loop every few hundred: a rebuild parses ~9 MB of text at
@@ -226,7 +226,7 @@ export class SearchIndexes {
     }
   }
 
-  /** Applies calendar changes in id order; holds on cars newer than the catalogue wait in `unknown`. */
+  /** Applies calendar changes in id order; holds (and changes) onto cars newer than the catalogue wait in `unknown`. */
   private applyCars(cal: CarCalendar, changes: readonly CalendarChange[], unknown: Map<number, HeldChange>): void {
     for (const c of changes) {
       if (c.kind === 'freed') {
@@ -234,6 +234,8 @@ export class SearchIndexes {
         unknown.delete(c.bookingId);
         continue;
       }
+      // A change replaces the booking's interval (it may move to another car): the old one goes first.
+      if (c.kind === 'changed') cal.remove(c.bookingId);
       const turnaround = cal.turnaroundMs(c.carId);
       if (turnaround === null) unknown.set(c.bookingId, c);
       else cal.add(c.bookingId, c.carId, c.from, c.to + turnaround);

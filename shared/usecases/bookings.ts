@@ -42,7 +42,11 @@ function kindFields(b: Booking): Pick<BookingView, 'carId' | 'from' | 'to' | 'ro
 
 export async function getBooking(deps: Deps, actor: Actor, id: number): Promise<BookingView> {
   const b = visibleTo(actor, await findBooking(deps.db, id));
-  const money = await moneyOf(deps.db, b.id);
+  return bookingView(b, await moneyOf(deps.db, b.id));
+}
+
+/** The booking as GET /bookings/{id} shows it, with its payment and latest refund (`moneyOf`). */
+export function bookingView(b: Booking, money: Awaited<ReturnType<typeof moneyOf>>): BookingView {
   return {
     bookingId: b.id, kind: b.kind, status: b.status, customerId: b.customerId,
     ...kindFields(b),

@@ -7,10 +7,12 @@ import {
 } from '../db/intent-cancellations.js';
 import { ProviderRejectedError, type PaymentIntent } from '../psp/client.js';
 import { confirmFromProvider } from './payments.js';
+import { supersededIntents } from '../db/changes.js';
 
 // CONTRACT "Expiry": when a booking leaves HOLD unpaid (EXPIRED, CANCELLED), every payment intent created for it
 // is cancelled at the provider, retried until the provider answers; an intent found already succeeded is refunded
-// in full, whether or not its webhook ever arrives.
+// in full, whether or not its webhook ever arrives. CONTRACT "Changing a booking": so are the intents of a HOLD whose
+// deposit a change replaced (not the one of its current deposit).
 
 /**
  * In the transaction that moves `b` out of HOLD unpaid: the obligation to cancel its intents. Only a booking whose
@@ -39,8 +41,17 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
     if (b) {
       const listed = await deps.psp.listPaymentIntents(String(b.id));
       const ids = new Set(listed.map((i) => i.id));
-      const toCancel: (PaymentIntent | string)[] = [...listed];
-      if (b.paymentIntentId && !ids.has(b.paymentIntentId)) toCancel.push(b.paymentIntentId);
+      const toCancel: (PaymentIntent | string)[] = [];
+      if (b.status === 'HOLD') {
+        // A HOLD whose deposit a change replaced: its superseded intents (and any listed intent that cannot pay the
+        // current deposit) go; the intent of the current deposit stays payable.
+        const superseded = await supersededIntents(deps.db, b.id);
+        toCancel.push(...listed.filter((i) => superseded.has(i.id) || i.amount !== b.depositAmount || i.currency !== b.currency));
+        toCancel.push(...[...superseded].filter((id) => !ids.has(id)));
+      } else {
+        toCancel.push(...listed);
+        if (b.paymentIntentId && !ids.has(b.paymentIntentId)) toCancel.push(b.paymentIntentId);
+      }
       for (const item of toCancel) {
         const answer = await cancelOne(deps, item);
         if (answer?.status === 'canceled') cancelled++;

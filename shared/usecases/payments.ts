@@ -9,35 +9,57 @@ import { writeEvent } from '../events/outbox.js';
 import { applyInventoryEffect } from './inventory-effects.js';
 import { requireIntentCancellation } from '../db/intent-cancellations.js';
 import { requestRefund, settleRefundOnce } from './refunds.js';
-import { isOwner } from '../domain/booking.js';
+import { isOwner, type Booking } from '../domain/booking.js';
+import { depositIntentKey } from '../domain/changes.js';
+import { supersedeIntent, supersededIntents } from '../db/changes.js';
 import { parseIdText } from '../domain/ids.js';
 import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 
-/** Creates (first call) or reuses (provider idempotency key deposit-{id}) the deposit intent; returns the checkout URL. */
+/** How often /pay creates an intent again when a change replaces the deposit while one is being created. */
+const PAY_ATTEMPTS = 3;
+
+/**
+ * Creates (first call) or reuses (provider idempotency key deposit-{id}, deposit-{id}-v{n} after n deposit changes)
+ * the intent for the current deposit; returns the checkout URL.
+ */
 export async function startPayment(deps: Deps, actor: Actor, id: number): Promise<string> {
-  const b = await findBooking(deps.db, id);
+  let b = await findBooking(deps.db, id);
   if (!b || !isOwner(actor, b)) throw notFound('booking');
-  if (b.status !== 'HOLD') throw invalidState(b.status, 'pay');
-  // From here on the payment state is "unknown" until the provider says otherwise: expiry asks it first.
-  // Conditional on HOLD, so no intent is created for a booking that expired or was cancelled meanwhile.
-  if (!(await markPayRequested(deps.db, b.id, deps.clock.now()))) {
-    throw invalidState((await findBooking(deps.db, b.id))?.status ?? 'unknown', 'pay');
-  }
-  try {
-    const intent = await deps.psp.createPaymentIntent(
-      { amount: b.depositAmount, currency: b.currency, reference: String(b.id) },
-      `deposit-${b.id}`,
-    );
-    await savePaymentIntent(deps.db, b.id, intent.id);
+  for (let attempt = 1; ; attempt++) {
+    if (b.status !== 'HOLD') throw invalidState(b.status, 'pay');
+    // From here on the payment state is "unknown" until the provider says otherwise: expiry asks it first.
+    // Conditional on HOLD, so no intent is created for a booking that expired or was cancelled meanwhile.
+    if (!(await markPayRequested(deps.db, b.id, deps.clock.now()))) {
+      throw invalidState((await findBooking(deps.db, b.id))?.status ?? 'unknown', 'pay');
+    }
+    const intent = await createIntent(deps, b);
+    const saved = await savePaymentIntent(deps.db, b.id, intent.id, b.depositVersion);
     // The booking may have left HOLD while the intent was being created, and its intents' cancellation may have
     // run before this one existed: owe it again, so this intent is cancelled too, and send no one to pay it.
     const after = await findBooking(deps.db, b.id);
-    if (after && after.status !== 'HOLD') {
+    if (!after || after.status !== 'HOLD') {
       await requireIntentCancellation(deps.db, b.id, deps.clock.now());
-      throw invalidState(after.status, 'pay');
+      throw invalidState(after?.status ?? 'unknown', 'pay');
     }
-    return intent.checkoutUrl;
+    if (saved && after.depositVersion === b.depositVersion) return intent.checkoutUrl;
+    // A change replaced the deposit meanwhile: this intent is for the old amount. Superseded (cancelled, and a
+    // success for it refunded in full); the next attempt creates the intent of the new deposit.
+    await deps.db.transaction(async (tx) => {
+      await supersedeIntent(tx, b!.id, intent.id, b!.depositVersion);
+      await requireIntentCancellation(tx, b!.id, deps.clock.now());
+    });
+    if (attempt >= PAY_ATTEMPTS) throw new DomainError('UNAVAILABLE', 'the booking kept changing while its payment was prepared; try again');
+    b = after;
+  }
+}
+
+async function createIntent(deps: Deps, b: Booking) {
+  try {
+    return await deps.psp.createPaymentIntent(
+      { amount: b.depositAmount, currency: b.currency, reference: String(b.id) },
+      depositIntentKey(b.id, b.depositVersion),
+    );
   } catch (e) {
     if (e instanceof ProviderUnreachableError) {
       throw new DomainError('UNAVAILABLE', 'the payment provider did not answer; try again');
@@ -74,7 +96,9 @@ export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Dep
   const id = bookingIdOf(p.reference);
   const b = id === null ? null : await findBooking(tx, id, { forUpdate: true });
   if (!b) return 'unknown_booking';
-  const confirms = b.status === 'HOLD' && p.amount === b.depositAmount && p.currency === b.currency;
+  // An intent a change superseded no longer pays the deposit, whatever its amount.
+  const superseded = b.depositVersion > 0 && (await supersededIntents(tx, b.id)).has(p.paymentIntentId);
+  const confirms = b.status === 'HOLD' && !superseded && p.amount === b.depositAmount && p.currency === b.currency;
   const paymentId = await insertPayment(tx, {
     bookingId: b.id, providerTxnId: p.providerTxnId, paymentIntentId: p.paymentIntentId,
     amount: p.amount, currency: p.currency, outcome: confirms ? 'CONFIRMED' : 'REFUNDED',
@@ -87,7 +111,8 @@ export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Dep
     await writeEvent(tx, 'booking.confirmed', now, { bookingId: b.id, customerId: b.customerId, paymentId, amount: p.amount, currency: p.currency });
     return 'confirmed';
   }
-  const reason = b.status !== 'HOLD' ? `payment for ${b.status} booking` : 'amount does not match the deposit';
+  const reason = b.status !== 'HOLD' ? `payment for ${b.status} booking`
+    : superseded ? 'payment for an intent a change of the deposit superseded' : 'amount does not match the deposit';
   if (p.amount === 0) return 'refunded'; // nothing was taken, nothing to give back
   await requestRefund(tx, now, {
     bookingId: b.id, paymentId, paymentIntentId: p.paymentIntentId, amount: p.amount, currency: p.currency, reason,

@@ -70,6 +70,11 @@ const TEMPLATES: Record<string, (f: Fixtures, seed: number) => Template> = {
   getBooking: (f) => ({ params: { id: String(f.bookingId) } }),
   payBooking: (f) => ({ params: { id: String(f.bookingId) } }),
   cancelBooking: (f) => ({ params: { id: String(f.bookingId) }, body: { reason: 'changed my mind' }, sub: OTHER_CUSTOMER }),
+  changeBooking: (f, seed) => ({
+    params: { id: String(f.bookingId) }, kinds: instantKinds,
+    body: seed % 3 === 0 ? { to: inHours(24 * 10 + 5 + (seed % 7)) } : seed % 3 === 1 ? { from: inHours(24 * 10 + 1 + (seed % 2)), to: inHours(24 * 10 + 6) }
+      : { carId: f.carId, to: inHours(24 * 10 + 3 + (seed % 5)) },
+  }),
   pickupBooking: (f) => ({ params: { id: String(f.bookingId) } }),
   returnBooking: (f) => ({ params: { id: String(f.bookingId) } }),
   paymentWebhook: () => ({}),

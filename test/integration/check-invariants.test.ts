@@ -6,8 +6,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/http.js';
-import { count, drained, statusOf } from '../helpers/bookings.js';
-import { holdCar, requestPay } from '../helpers/cars.js';
+import { count, drained, operatorToken, statusOf } from '../helpers/bookings.js';
+import { holdCar, newCar, requestPay } from '../helpers/cars.js';
+import { changed, confirm } from '../helpers/changes.js';
 import { addDays, stayApi } from '../helpers/stays.js';
 import { newCustomer } from '../helpers/customers.js';
 import { sandbox } from '../helpers/sandbox.js';
@@ -16,8 +17,8 @@ import { ROOT } from '../helpers/processes.js';
 import { startNotifyReceiver } from '../../scripts/chaos/notify-receiver.js';
 import { INVARIANTS } from '../../scripts/invariants/index.js';
 
-// The checker of `npm run check:invariants` checked itself: a clean database (bookings held, paid, cancelled; events
-// in Kafka; notifications received once) passes; each invariant, broken on purpose by a direct SQL write, fails the
+// The checker of `npm run check:invariants` checked itself: a clean database (bookings held, paid, cancelled, changed;
+// events in Kafka; notifications received once) passes; each invariant, broken on purpose by a direct SQL write, fails the
 // run (exit 1) and is named.
 
 const BROKERS = process.env.KAFKA_BROKERS || '127.0.0.1:9092';
@@ -66,11 +67,23 @@ beforeAll(async () => {
   expect(stay.status, stay.text).toBe(201);
   ids.roomType = rt.id;
   ids.paid = paid.id;
+  // Changed bookings: a confirmed car moved to a car of a lower deposit (the difference refunded), a held car whose
+  // deposit changed after pay was asked (its first intent superseded, then cancelled), a stay shifted by a night.
+  const moved = await holdCar(h, { deposit: 2_000_000, fromHours: 24 * 30 });
+  await confirm(h, moved);
+  await changed(h, moved.id, moved.token, { carId: await newCar(h, { depositAmount: 1_500_000 }) });
+  const repriced = await holdCar(h, { fromHours: 24 * 31 });
+  await requestPay(h, repriced);
+  await changed(h, repriced.id, repriced.token, { carId: await newCar(h, { depositAmount: 3_000_000 }) });
+  await changed(h, stay.json.bookingId, operatorToken(h), { checkIn: addDays(checkIn, 1), checkOut: addDays(checkIn, 3) });
+  ids.moved = moved.id;
+  ids.freed = Date.parse(`${checkIn}T00:00:00Z`);
+  await waitFor(async () => (await count(h, `SELECT 1 FROM intent_cancellation WHERE done_at IS NULL`)) === 0, 15_000);
   await sandbox(h).idle();
   await drained(h);
   await waitFor(async () => (await count(h, `SELECT 1 FROM outbox WHERE published_at IS NULL`)) === 0, 20_000);
-  // booking.confirmed and booking.cancelled: two channels each.
-  await waitFor(async () => receiver.deliveries() >= 4, 15_000);
+  // Two channels each: booking.confirmed ×2, booking.cancelled, booking.changed ×3, refund.succeeded.
+  await waitFor(async () => receiver.deliveries() >= 14, 15_000);
 }, 120_000);
 
 afterAll(async () => {
@@ -85,8 +98,10 @@ describe('check:invariants', () => {
     const { code, out } = await runChecker();
     expect(out).toContain('all invariants hold');
     for (const inv of INVARIANTS) expect(out).toMatch(new RegExp(`ok +${inv.name} +checked=\\d+ violations=0`));
-    expect(out).toMatch(/car-no-overlap +checked=2 /);
-    expect(out).toMatch(/notifications-once +checked=4 /);
+    expect(out).toMatch(/car-no-overlap +checked=4 /);
+    expect(out).toMatch(/deposits-balanced +checked=2 /);
+    expect(out).toMatch(/intents-cancelled +checked=2 /);
+    expect(out).toMatch(/notifications-once +checked=14 /);
     expect(code).toBe(0);
   }, 90_000);
 
@@ -94,10 +109,13 @@ describe('check:invariants', () => {
     ['car-no-overlap', async () => {
       await h.sql(`ALTER TABLE booking DROP CONSTRAINT booking_car_no_overlap`);
       await h.sql(`INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, currency, hold_expires_at, total_amount)
-                   SELECT kind, status, customer_id + 1, car_id, period, deposit_amount, currency, hold_expires_at, total_amount FROM booking WHERE id = $1`, [ids.held]);
+                   SELECT kind, 'HOLD', customer_id + 1, car_id, period, deposit_amount, currency, now() + interval '1 hour', total_amount FROM booking WHERE id = $1`, [ids.moved]);
     }],
+    // The night the change gave up, still counted: as if the change had not freed it.
     ['stay-inventory', () => h.sql(`BEGIN; SELECT set_config('booking.actor', 'test', true), set_config('booking.reason', 'break', true);
-      UPDATE room_night SET held = held + 1 WHERE room_type_id = ${ids.roomType} AND held > 0; COMMIT`)],
+      UPDATE room_night SET held = held + 1 WHERE room_type_id = ${ids.roomType} AND night = '${new Date(ids.freed!).toISOString().slice(0, 10)}'; COMMIT`)],
+    // The deposit lowered by the change without its refund.
+    ['deposits-balanced', () => h.sql(`UPDATE booking SET deposit_amount = deposit_amount - 1 WHERE id = $1`, [ids.moved])],
     ['payments-accounted', () => h.sql(`INSERT INTO payment (booking_id, provider_txn_id, payment_intent_id, amount, currency, outcome)
       VALUES ($1, 'txn_kept', 'pi_kept', 1000, 'VND', 'REFUNDED')`, [ids.paid])],
     ['refunds-settled', () => h.sql(`INSERT INTO refund (booking_id, payment_intent_id, amount, currency, status, reason, last_error)

@@ -121,6 +121,11 @@ describe('the OpenAPI document against the running service', () => {
     const held = await call('POST', '/bookings', { token: customer.token, body: { ...stay, quoteId: quote.json.quoteId } });
     expect(held.json.totalAmount, held.text).toBe(200);
     expect((await call('GET', '/bookings/{id}', { token: customer.token, ids: { id: held.json.bookingId } })).json.ratePlanId).toBe(plan.json.id);
+    // A priced stay changed: one night more, one room more (its total and deposit recomputed).
+    const grown = await call('POST', '/bookings/{id}/change', { token: customer.token, ids: { id: held.json.bookingId }, body: { checkOut: range.to, rooms: 2 } });
+    expect([grown.status, grown.json.totalAmount, grown.json.change?.after.rooms], grown.text).toEqual([200, 600, 2]);
+    const sold = await call('POST', '/bookings/{id}/change', { token: customer.token, ids: { id: held.json.bookingId }, body: { rooms: 4 } });
+    expect(sold.json.error.code).toBe('SOLD_OUT');
   });
 
   it('answers the booking operations, the webhook and the operational ones as documented', async () => {
@@ -148,10 +153,18 @@ describe('the OpenAPI document against the running service', () => {
     const pay = await call('GET', '/bookings/{id}/pay', { token: customer.token, ids });
     expect(pay.status).toBe(303);
     expect(pay.headers.get('location')).toMatch(/^http/);
+    const changedTo = await call('POST', '/bookings/{id}/change', { token: customer.token, ids, headers: { 'idempotency-key': 'c-1' }, body: { to: inHours(33) } });
+    expect([changedTo.status, changedTo.json.change?.before.to], changedTo.text).toEqual([200, inHours(32)]);
+    expect((await call('POST', '/bookings/{id}/change', { token: customer.token, ids, headers: { 'idempotency-key': 'c-1' }, body: { to: inHours(33) } })).headers.get('idempotent-replayed')).toBe('true');
+    expect((await call('POST', '/bookings/{id}/change', { token: customer.token, ids, headers: { 'idempotency-key': 'c-1' }, body: { to: inHours(34) } })).status).toBe(422);
+    expect((await call('POST', '/bookings/{id}/change', { token: customer.token, ids, body: { from: inHours(60), to: inHours(61) } })).json.error.code).toBe('CAR_UNAVAILABLE');
+    expect((await call('POST', '/bookings/{id}/change', { token: customer.token, ids, body: {} })).status).toBe(400);
+    expect((await call('POST', '/bookings/{id}/change', { token: customer.token, ids: { id: 999999 }, body: { to: inHours(33) } })).status).toBe(404);
     expect((await call('POST', '/bookings/{id}/pickup', { token: host, ids })).status).toBe(409);
     expect((await call('POST', '/bookings/{id}/pickup', { token: customer.token, ids })).status).toBe(403);
     expect((await call('POST', '/bookings/{id}/cancel', { token: customer.token, ids, body: { reason: 'docs' } })).json.status).toBe('CANCELLED');
     expect((await call('POST', '/bookings/{id}/return', { token: host, ids })).status).toBe(409);
+    expect((await call('POST', '/bookings/{id}/change', { token: customer.token, ids, body: { to: inHours(35) } })).json.error.code).toBe('INVALID_STATE');
 
     expect((await call('POST', '/payments/webhook', { body: {} })).status).toBe(401);
     const event = { id: `evt_${Date.now()}`, type: 'payment_intent.processing', created: Math.floor(Date.now() / 1000),

@@ -11,7 +11,7 @@ function stay(checkIn: string, timezone: string, checkInTime = '14:00:00', depos
   return {
     id: 1, kind: 'stay', status: 'CONFIRMED', version: 2, customerId: 7,
     roomTypeId: 3, checkIn, checkOut: '2030-01-01', rooms: 1, guests: 1, ratePlanId: null, totalAmount: null, depositAmount: deposit, currency: 'VND',
-    holdExpiresAt: null, nextExpiryCheckAt: null, payRequestedAt: null, paymentIntentId: null,
+    holdExpiresAt: null, nextExpiryCheckAt: null, payRequestedAt: null, paymentIntentId: null, depositVersion: 0,
     hotel: { timezone, checkInTime },
   };
 }
