@@ -65,6 +65,20 @@ describe('the OpenAPI document against the running service', () => {
     expect((await call('GET', '/docs/{asset}', { ids: { asset: 'package.json' } })).status).toBe(404);
   });
 
+  it('serves /docs/ (trailing slash) as a working page too: every asset it loads, and the document, resolve', async () => {
+    // Regression: /docs/ answered the page, whose relative assets then resolved to /docs/docs/* (404): a blank page.
+    for (const path of ['/docs', '/docs/']) {
+      const page = await fetch(`${h.baseUrl}${path}`);
+      expect(page.status, path).toBe(200);
+      const html = await page.text();
+      const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => new URL(m[1]!, page.url).href);
+      const init = assets.find((a) => a.endsWith('/init.js'))!;
+      const script = await (await fetch(init)).text();
+      const documentUrl = new URL(script.match(/url: '([^']+)'/)![1]!, page.url).href;
+      for (const a of [...assets, documentUrl]) expect((await fetch(a)).status, `${path}: ${a}`).toBe(200);
+    }
+  });
+
   it('answers the catalogue, search and inventory operations as documented', async () => {
     const host = h.token(901, 'host');
     const op = operatorToken(h);
