@@ -166,6 +166,12 @@ describe('the OpenAPI document against the running service', () => {
     expect((await call('POST', '/bookings/{id}/pickup', { token: customer.token, ids })).status).toBe(403);
     expect((await call('POST', '/bookings/{id}/cancel', { token: customer.token, ids, body: { reason: 'docs' } })).json.status).toBe('CANCELLED');
     expect((await call('POST', '/bookings/{id}/return', { token: host, ids })).status).toBe(409);
+    const story = await call('GET', '/bookings/{id}/timeline', { token: customer.token, ids, query: 'limit=2' });
+    expect(story.json.entries).toHaveLength(2);
+    const rest = await call('GET', '/bookings/{id}/timeline', { token: host, ids, query: `cursor=${encodeURIComponent(story.json.nextCursor)}` });
+    expect(rest.json.entries.map((e: { type: string }) => e.type)).toContain('booking.cancelled');
+    expect((await call('GET', '/bookings/{id}/timeline', { token: customer.token, ids, query: 'limit=0' })).status).toBe(400);
+    expect((await call('GET', '/bookings/{id}/timeline', { token: newCustomer(h).token, ids })).status).toBe(404);
 
     expect((await call('POST', '/payments/webhook', { body: {} })).status).toBe(401);
     const event = { id: `evt_${Date.now()}`, type: 'payment_intent.processing', created: Math.floor(Date.now() / 1000),
