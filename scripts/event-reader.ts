@@ -40,7 +40,8 @@ function parse(topic: string, key: string, value: string): KafkaEvent {
 export function eventReader(brokers: string[], topics: readonly string[], fromBeginning: boolean): EventReader {
   const kafka = new Kafka({ clientId: 'booking-events-cli', brokers, logLevel: logLevel.NOTHING, retry: { retries: 2 } });
   const admin: Admin = kafka.admin();
-  const consumer: Consumer = kafka.consumer({ groupId: `events-cli-${randomUUID()}` });
+  // A short fetch wait: reading ends at the end offsets, and a caught-up fetch would otherwise wait 5 s for more.
+  const consumer: Consumer = kafka.consumer({ groupId: `events-cli-${randomUUID()}`, maxWaitTimeInMs: 200, heartbeatInterval: 1000 });
   // topic:partition → the offset reading must pass to be caught up (new events only: none to catch up on).
   const pending = new Map<string, bigint>();
   return {
