@@ -12,6 +12,7 @@ import { healthOperations, healthRoutes } from './routes/health.js';
 import { docsOperations, docsRoutes } from './routes/docs.js';
 import { carOperations, carRoutes } from './routes/cars.js';
 import { bookingOperations, bookingRoutes } from './routes/bookings.js';
+import { timelineOperations, timelineRoutes } from './routes/timeline.js';
 import { paymentOperations, paymentRoutes } from './routes/payments.js';
 import { hotelOperations, hotelRoutes } from './routes/hotels.js';
 import { rateOperations, rateRoutes } from './routes/rates.js';
@@ -29,6 +30,7 @@ export const ROUTE_MODULES: readonly RouteModule[] = [
   { routes: (deps) => docsRoutes(deps, allOperations()), operations: docsOperations },
   { routes: carRoutes, operations: carOperations },
   { routes: bookingRoutes, operations: bookingOperations },
+  { routes: timelineRoutes, operations: timelineOperations },
   { routes: paymentRoutes, operations: paymentOperations },
   { routes: hotelRoutes, operations: hotelOperations },
   { routes: rateRoutes, operations: rateOperations },

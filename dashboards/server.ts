@@ -9,6 +9,8 @@ import { logger } from '../shared/logger.js';
 import { closeQueues, openQueues } from '../shared/queues/queues.js';
 import { sameOriginActions } from './same-origin.js';
 import { processRegistry } from '../shared/metrics/registry.js';
+import { createDeps } from '../shared/runtime.js';
+import { operatorPages } from './operator-page.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 const same = (a: string, b: string) => timingSafeEqual(digest(a), digest(b));
@@ -32,8 +34,19 @@ const metricsRoute: Koa.Middleware = async (ctx, next) => {
   ctx.body = await processRegistry.metrics();
 };
 
+/**
+ * bull-board at /admin/queues and the operator page at /admin/bookings (dashboards/operator-page.ts), both behind
+ * HTTP Basic auth and the cross-site rules; /metrics is public.
+ */
 export async function createDashboard(config: Config) {
   const queues = openQueues(config);
+  // The operator page reads bookings and their stories through the use cases: a small pool, opened on its first
+  // request (bull-board itself needs no PostgreSQL).
+  let deps: ReturnType<typeof createDeps> | null = null;
+  const openDeps = () => (deps ??= createDeps(config, { poolSize: 2, preparedPoolSize: 1 }).catch((e) => {
+    deps = null;
+    throw e;
+  }));
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath('/admin/queues');
   createBullBoard({ queues: Object.values(queues).map((q) => new BullMQAdapter(q)), serverAdapter });
@@ -41,8 +54,17 @@ export async function createDashboard(config: Config) {
   app.use(metricsRoute);
   app.use(basicAuth(config.DASHBOARD_USER, config.DASHBOARD_PASSWORD));
   app.use(sameOriginActions());
+  app.use(operatorPages(openDeps, Object.values(queues)));
   await app.use(serverAdapter.registerPlugin());
-  return { app, close: () => closeQueues(queues) };
+  return {
+    app,
+    close: async () => {
+      await closeQueues(queues);
+      const d = await deps?.catch(() => null);
+      await d?.db.end();
+      await d?.prepared.end();
+    },
+  };
 }
 
 if (isEntry(import.meta.url)) {

@@ -45,6 +45,11 @@ export function createPspSandbox(options: PspSandboxOptions) {
 
   const app = new Koa();
   app.use(errorResponses(log));
+  // GET /health: the process is up (compose's healthcheck); outside /v1, so it needs no API key.
+  app.use(async (ctx, next) => {
+    if (ctx.method !== 'GET' || ctx.path !== '/health') return next();
+    ctx.body = { status: 'ok' };
+  });
   app.use(v1Guard(faults, apiKey, background));
   const refunds = refundRoutes(state, faults, transitions, background);
   const routers = [v1Routes(state, faults, transitions, settings), refunds.api, refunds.control, checkoutPages(state, transitions), controlRoutes(state, faults, transitions, webhooks, background)];

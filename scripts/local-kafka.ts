@@ -4,7 +4,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 
 export const LOCAL_BROKER = '127.0.0.1:9092';
 
-const answers = (host: string, port: number, timeoutMs = 1000) =>
+/** True when something accepts a TCP connection on host:port within `timeoutMs`. */
+export const answers = (host: string, port: number, timeoutMs = 1000) =>
   new Promise<boolean>((resolve) => {
     const s = net.connect({ host, port });
     const done = (ok: boolean) => {

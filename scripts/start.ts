@@ -4,9 +4,12 @@ import type { Readable } from 'node:stream';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseConfig, ConfigError, type Config } from '../shared/config.js';
 import { defaultSecretsFile, loadLocalSecrets, repoRoot, SECRET_NAMES } from '../shared/local-secrets.js';
-import { migrate } from '../shared/db/migrate.js';
+import { migrate, probeDatabase, type MigrationRun } from '../shared/db/migrate.js';
+import { probeRedis } from '../shared/redis-probe.js';
 import { commandLine, readProcfile, supervisedProcesses, type ProcessSpec } from './procfile.js';
-import { ensureLocalKafka, LOCAL_BROKER } from './local-kafka.js';
+import { answers, ensureLocalKafka, LOCAL_BROKER } from './local-kafka.js';
+import { hostPortOf, portClaims, portProblems, redactUrl } from './preflight.js';
+import { summaryLines } from './start-summary.js';
 
 // `npm start`: migrations first, then one child per Procfile line (not `release`; `psp` only without
 // PSP_URL), restarting one that dies and forwarding SIGTERM so each finishes its work before exiting.
@@ -30,32 +33,68 @@ function write(to: 'stdout' | 'stderr', text: string) {
 const say = (line: string) => write('stdout', `${'start'.padEnd(13)}| ${line}\n`);
 const warn = (line: string) => write('stderr', `${'start'.padEnd(13)}| ${line}\n`);
 
+/** Stops before anything started: the reason, in words that name what to change, and no stack trace. */
+function refuse(lines: string[]): never {
+  for (const l of lines) warn(l);
+  warn('nothing was started');
+  process.exit(2);
+}
+
+let secretsFile: string | null = null;
 function loadConfig(): Config {
   try {
     if ((process.env.NODE_ENV || 'development') === 'development' && SECRET_NAMES.some((n) => !process.env[n])) {
       const file = process.env.LOCAL_SECRETS_FILE || defaultSecretsFile();
       if (loadLocalSecrets(file).created) say(`generated development secrets in ${file} (git-ignored; delete it to rotate)`);
+      secretsFile = file;
     }
     return parseConfig();
   } catch (e) {
-    warn(e instanceof ConfigError ? e.message : String(e));
-    process.exit(2);
+    refuse([e instanceof ConfigError ? e.message : String(e)]);
   }
 }
 
 const config = loadConfig();
-await migrate(config.DATABASE_URL, () => {});
+const specs = supervisedProcesses(readProcfile(path.join(root, 'Procfile')), { externalPsp: Boolean(config.PSP_URL) });
+
+// Refused at once, before any process starts: a busy port (a second `npm start`), PostgreSQL or Redis unreachable.
+const busy = await portProblems(portClaims(config, specs));
+if (busy.length) refuse(busy);
+const unreachable = async (what: string, variable: string, url: string, port: number, reason: Promise<string | null>) => {
+  const why = await reason;
+  return why && `cannot reach ${what} at ${hostPortOf(url, port)}: ${why}. Start ${what} there, or set ${variable} (now ${redactUrl(url)})`;
+};
+const down = (await Promise.all([
+  unreachable('PostgreSQL', 'DATABASE_URL', config.DATABASE_URL, 5432, probeDatabase(config.DATABASE_URL)),
+  unreachable('Redis', 'REDIS_URL', config.REDIS_URL, 6379, probeRedis(config.REDIS_URL)),
+])).filter((l): l is string => Boolean(l));
+if (down.length) refuse(down);
+
+let migrations: MigrationRun;
+try {
+  migrations = await migrate(config.DATABASE_URL, () => {});
+} catch (e) {
+  refuse([`migrations failed on ${redactUrl(config.DATABASE_URL)} (DATABASE_URL): ${(e as Error).message}`]);
+}
 
 // KAFKA_BROKERS unset or empty: the local broker (started if need be); `none`: the pump publishes nothing (events wait).
 const childEnv: NodeJS.ProcessEnv = { ...process.env };
 let kafkaStarter: ChildProcess | null = null;
-if (!process.env.KAFKA_BROKERS?.trim()) {
+let kafkaState = '';
+let summarised = false;
+const brokersGiven = process.env.KAFKA_BROKERS?.trim();
+if (!brokersGiven) {
   childEnv.KAFKA_BROKERS = LOCAL_BROKER;
-  kafkaStarter = await ensureLocalKafka(root, say);
+  // Its first word goes into the summary; a later one (kafka.sh gave up) is printed when it comes.
+  kafkaStarter = await ensureLocalKafka(root, (line) => (summarised ? say(`kafka: ${line}`) : (kafkaState = line)));
   if (kafkaStarter) relayOutput('kafka', kafkaStarter);
+} else if (brokersGiven === 'none') {
+  kafkaState = 'none (KAFKA_BROKERS=none): events wait in the outbox, nothing is lost';
+} else {
+  const [host, port] = config.kafkaBrokers[0]!.split(':');
+  const up = await answers(host!, Number(port ?? 9092));
+  kafkaState = `${config.kafkaBrokers.join(',')} (KAFKA_BROKERS)${up ? '' : ': does not answer yet; events wait in the outbox until it does'}`;
 }
-
-const specs = supervisedProcesses(readProcfile(path.join(root, 'Procfile')), { externalPsp: Boolean(config.PSP_URL) });
 const children = new Map<string, ChildProcess>();
 let stopping = false;
 
@@ -89,6 +128,19 @@ function run(spec: ProcessSpec, restarts = 0) {
 
 for (const spec of specs) run(spec);
 say(`started: ${specs.map((s) => s.name).join(', ')}`);
+for (const line of summaryLines({ config, migrations: migrations!, kafka: kafkaState, secretsFile, sandbox: specs.some((s) => s.name === 'psp') })) say(line);
+summarised = true;
+void announceReady();
+
+/** One line once the api answers /ready (or a warning after a minute), so a newcomer knows when to go on. */
+async function announceReady() {
+  const url = `http://127.0.0.1:${config.PORT}/ready`;
+  for (const t0 = Date.now(); !stopping && Date.now() - t0 < 60_000; await new Promise((r) => setTimeout(r, 250).unref())) {
+    const status = await fetch(url, { signal: AbortSignal.timeout(2000) }).then((r) => r.status, () => 0);
+    if (status === 200) return say(`ready: http://127.0.0.1:${config.PORT} answers /ready (Ctrl-C stops everything)`);
+  }
+  if (!stopping) warn(`the api does not answer ${url} after 60 s: see its lines above`);
+}
 
 async function stop() {
   if (stopping) return;

@@ -17,7 +17,9 @@ const schema = z.object({
   PSP_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   PSP_API_KEY: optionalString,
   PSP_SANDBOX: z.enum(['true', 'false', '1', '0', '']).default('false').transform((v) => v === 'true' || v === '1'),
-  PUBLIC_BASE_URL: z.string().url().default('http://127.0.0.1:3000'),
+  // Unset: the api on this host at PORT (contract default http://127.0.0.1:3000), so paymentUrl, the sandbox's
+  // webhook target and the OpenAPI server list follow PORT.
+  PUBLIC_BASE_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   JWT_SECRET: optionalString,
   PAYMENT_WEBHOOK_SECRET: optionalString,
   HOLD_TTL_S: int(900, 1),
@@ -56,7 +58,8 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-export type Config = Omit<z.infer<typeof schema>, SecretName> & Record<SecretName, string> & { pspUrl: string; kafkaBrokers: string[] };
+export type Config = Omit<z.infer<typeof schema>, SecretName | 'PUBLIC_BASE_URL'> & Record<SecretName, string>
+  & { PUBLIC_BASE_URL: string; pspUrl: string; kafkaBrokers: string[] };
 
 const SECRETS = new Set(['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
 
@@ -119,6 +122,7 @@ export function parseConfig(env: Env = processEnv()): Config {
   return {
     ...c,
     ...secrets,
+    PUBLIC_BASE_URL: c.PUBLIC_BASE_URL ?? `http://127.0.0.1:${c.PORT}`,
     pspUrl: c.PSP_URL ?? `http://127.0.0.1:${c.PSP_PORT}`,
     kafkaBrokers: brokers ? brokers.split(',').map((s) => s.trim()).filter(Boolean) : [],
   };

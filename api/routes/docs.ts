@@ -57,6 +57,13 @@ export function docsRoutes(deps: RouteDeps, operations: readonly Operation[]) {
     ctx.body = json;
   });
   router.get('/docs', (ctx) => {
+    // The router also matches /docs/, where the page's relative asset URLs would resolve to /docs/docs/*:
+    // send the browser to /docs (relative, so a path prefix in front of the api still works).
+    if (ctx.path.endsWith('/')) {
+      ctx.status = 301;
+      ctx.set('Location', `../docs${ctx.querystring ? `?${ctx.querystring}` : ''}`);
+      return;
+    }
     ctx.set('Content-Security-Policy',
       `default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self' ${api}; frame-ancestors 'none'`);
     ctx.type = 'text/html; charset=utf-8';
@@ -80,7 +87,7 @@ export const docsOperations: Operation[] = [
   },
   {
     operationId: 'docs', method: 'get', path: '/docs', tag: 'operations', auth: 'public', usesDependencies: false,
-    summary: 'Interactive page for this document', description: 'Swagger UI, served from this process (no CDN).',
+    summary: 'Interactive page for this document', description: 'Swagger UI, served from this process (no CDN). `/docs/` redirects here (301).',
     answer: { status: 200, description: 'HTML page', contentType: 'text/html; charset=utf-8' },
   },
   {

@@ -1,3 +1,4 @@
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -8,7 +9,6 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const candidates = [path.resolve(here, '../../migrations'), path.resolve(here, '../../../migrations')];
 
 async function migrationsDir(): Promise<string> {
-  const { existsSync } = await import('node:fs');
   const dir = candidates.find((d) => existsSync(d));
   if (!dir) throw new Error('migrations folder not found');
   return dir;
@@ -33,12 +33,19 @@ export async function ensureDatabase(databaseUrl: string): Promise<void> {
   }
 }
 
+/** What a migration run did: the migrations it applied now, and how many the database has in all. */
+export interface MigrationRun {
+  applied: string[];
+  total: number;
+}
+
 /** Applies pending migrations under node-pg-migrate's advisory lock, so concurrent starts apply each once. */
-export async function migrate(databaseUrl: string, log: (msg: string) => void = () => {}): Promise<void> {
+export async function migrate(databaseUrl: string, log: (msg: string) => void = () => {}): Promise<MigrationRun> {
   await ensureDatabase(databaseUrl);
-  await runner({
+  const dir = await migrationsDir();
+  const ran = await runner({
     databaseUrl,
-    dir: await migrationsDir(),
+    dir,
     direction: 'up',
     migrationsTable: 'pgmigrations',
     count: Infinity,
@@ -47,4 +54,35 @@ export async function migrate(databaseUrl: string, log: (msg: string) => void = 
     log,
     logger: { debug: () => {}, info: log, warn: log, error: log },
   });
+  return { applied: ran.map((m) => m.name), total: readdirSync(dir).filter((f) => f.endsWith('.sql')).length };
+}
+
+/**
+ * Whether the PostgreSQL server of `databaseUrl` answers (through its `postgres` database, as ensureDatabase
+ * connects): null when it does, else why not in a few words, for a message that names DATABASE_URL.
+ */
+export async function probeDatabase(databaseUrl: string, timeoutMs = 5000): Promise<string | null> {
+  const url = new URL(databaseUrl);
+  url.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return null;
+  } catch (e) {
+    return describeConnectError(e as NodeJS.ErrnoException & { code?: string });
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+function describeConnectError(e: NodeJS.ErrnoException & { code?: string }): string {
+  switch (e.code) {
+    case 'ECONNREFUSED': return 'nothing listens there (connection refused)';
+    case 'ENOTFOUND': case 'EAI_AGAIN': return 'its host name does not resolve';
+    case 'ETIMEDOUT': return 'no answer (timed out)';
+    case '28P01': case '28000': return `it refused the credentials (${e.message})`;
+    default: return /timeout/i.test(e.message) ? 'no answer (timed out)' : e.message || String(e);
+  }
 }

@@ -41,7 +41,7 @@ export async function findQuote(db: CommonQueryMethods, id: number, customerId: 
 
 /** Quotes are useless once past validUntil; they are kept a while so a late hold still hears QUOTE_EXPIRED. */
 export async function purgeQuotes(db: CommonQueryMethods, expiredForHours: number): Promise<number> {
-  const r = await db.query(sql.unsafe`
+  const r = await db.query(sql.typeAlias('void')`
     DELETE FROM quote WHERE valid_until < now() - make_interval(hours => ${expiredForHours})`);
   return r.rowCount;
 }

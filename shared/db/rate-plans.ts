@@ -78,7 +78,7 @@ export async function writeCalendar(db: CommonQueryMethods, ratePlanId: number, 
   const v = { ...CALENDAR_DEFAULTS, ...change };
   const given = (Object.keys(columnOf) as (keyof CalendarFields)[]).filter((f) => change[f] !== undefined);
   const sets = given.map((f) => sql.fragment`${sql.identifier([columnOf[f]])} = EXCLUDED.${sql.identifier([columnOf[f]])}`);
-  await db.query(sql.unsafe`
+  await db.query(sql.typeAlias('void')`
     INSERT INTO rate_night (rate_plan_id, night, price, min_stay, max_stay, closed_to_arrival, closed_to_departure, stop_sell)
     SELECT ${ratePlanId}, ${from}::date + i, ${v.price}::bigint, ${v.minStay}, ${v.maxStay},
            ${v.closedToArrival}, ${v.closedToDeparture}, ${v.stopSell}

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
 
 // What "settled" means for each table the retention purge trims: the one place to adapt when a table changes.
@@ -16,6 +15,6 @@ export async function deleteSettled(db: CommonQueryMethods, table: RetainedTable
     webhook_inbox: sql.fragment`SELECT ctid FROM webhook_inbox WHERE received_at < ${iso}::timestamptz LIMIT ${limit}`,
     notification: sql.fragment`SELECT ctid FROM notification WHERE sent_at < ${iso}::timestamptz LIMIT ${limit}`,
   }[table];
-  const r = await db.query(sql.type(z.object({}))`DELETE FROM ${sql.identifier([table])} WHERE ctid = ANY(ARRAY(${settled}))`);
+  const r = await db.query(sql.typeAlias('void')`DELETE FROM ${sql.identifier([table])} WHERE ctid = ANY(ARRAY(${settled}))`);
   return r.rowCount;
 }

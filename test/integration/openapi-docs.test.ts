@@ -65,6 +65,20 @@ describe('the OpenAPI document against the running service', () => {
     expect((await call('GET', '/docs/{asset}', { ids: { asset: 'package.json' } })).status).toBe(404);
   });
 
+  it('serves /docs/ (trailing slash) as a working page too: every asset it loads, and the document, resolve', async () => {
+    // Regression: /docs/ answered the page, whose relative assets then resolved to /docs/docs/* (404): a blank page.
+    for (const path of ['/docs', '/docs/']) {
+      const page = await fetch(`${h.baseUrl}${path}`);
+      expect(page.status, path).toBe(200);
+      const html = await page.text();
+      const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => new URL(m[1]!, page.url).href);
+      const init = assets.find((a) => a.endsWith('/init.js'))!;
+      const script = await (await fetch(init)).text();
+      const documentUrl = new URL(script.match(/url: '([^']+)'/)![1]!, page.url).href;
+      for (const a of [...assets, documentUrl]) expect((await fetch(a)).status, `${path}: ${a}`).toBe(200);
+    }
+  });
+
   it('answers the catalogue, search and inventory operations as documented', async () => {
     const host = h.token(901, 'host');
     const op = operatorToken(h);
@@ -165,6 +179,12 @@ describe('the OpenAPI document against the running service', () => {
     expect((await call('POST', '/bookings/{id}/cancel', { token: customer.token, ids, body: { reason: 'docs' } })).json.status).toBe('CANCELLED');
     expect((await call('POST', '/bookings/{id}/return', { token: host, ids })).status).toBe(409);
     expect((await call('POST', '/bookings/{id}/change', { token: customer.token, ids, body: { to: inHours(35) } })).json.error.code).toBe('INVALID_STATE');
+    const story = await call('GET', '/bookings/{id}/timeline', { token: customer.token, ids, query: 'limit=2' });
+    expect(story.json.entries).toHaveLength(2);
+    const rest = await call('GET', '/bookings/{id}/timeline', { token: host, ids, query: `cursor=${encodeURIComponent(story.json.nextCursor)}` });
+    expect(rest.json.entries.map((e: { type: string }) => e.type)).toContain('booking.cancelled');
+    expect((await call('GET', '/bookings/{id}/timeline', { token: customer.token, ids, query: 'limit=0' })).status).toBe(400);
+    expect((await call('GET', '/bookings/{id}/timeline', { token: newCustomer(h).token, ids })).status).toBe(404);
 
     expect((await call('POST', '/payments/webhook', { body: {} })).status).toBe(401);
     const event = { id: `evt_${Date.now()}`, type: 'payment_intent.processing', created: Math.floor(Date.now() / 1000),

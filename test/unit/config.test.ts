@@ -17,6 +17,16 @@ describe('config', () => {
     expect(c.pspUrl).toBe('http://127.0.0.1:4100');
     expect(parseConfig({ KAFKA_BROKERS: 'a:1, b:2' }).kafkaBrokers).toEqual(['a:1', 'b:2']);
   });
+  it('derives the defaults that depend on a port from that port (PUBLIC_BASE_URL from PORT, the provider from PSP_PORT)', () => {
+    // Regression: PORT=3100 left PUBLIC_BASE_URL at :3000, so paymentUrl, the sandbox's webhooks and the
+    // OpenAPI server list pointed at a port nothing listened on, and a paid hold stayed HOLD.
+    const c = parseConfig({ PORT: '3100', PSP_PORT: '4100' });
+    expect(c.PUBLIC_BASE_URL).toBe('http://127.0.0.1:3100');
+    expect(c.pspUrl).toBe('http://127.0.0.1:4100');
+    expect(parseConfig({}).PUBLIC_BASE_URL).toBe('http://127.0.0.1:3000');
+    // Given explicitly, it wins (a proxy in front of the api).
+    expect(parseConfig({ PORT: '3100', PUBLIC_BASE_URL: 'https://booking.example' }).PUBLIC_BASE_URL).toBe('https://booking.example');
+  });
   it('fails fast naming the bad variable', () => {
     expect(() => parseConfig({ HOLD_TTL_S: 'soon' })).toThrow(/HOLD_TTL_S/);
     expect(() => parseConfig({ PORT: '-1' })).toThrow(ConfigError);

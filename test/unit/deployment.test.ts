@@ -5,6 +5,12 @@ import { Ajv } from 'ajv';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { readProcfile } from '../../scripts/procfile.js';
+import { closureOf, isRedisClient } from '../helpers/imports.js';
+import { freePort } from '../../scripts/free-port.js';
+import { createPspSandbox } from '../../sandbox/app.js';
+import { allOperations } from '../../api/app.js';
+import { METRICS_PORT_OFFSETS, serveMetrics } from '../../shared/metrics/server.js';
+import { logger } from '../../shared/logger.js';
 
 // No Docker engine here: the compose file is checked against the official Compose Specification JSON
 // schema (compose-spec's compose-spec.json, shipped in the `dclint` package as schemas/compose.schema.json,
@@ -61,6 +67,59 @@ describe('docker-compose.yml', () => {
     }
     // Only the sandbox binds beyond 127.0.0.1 (compose's private network).
     expect(APP.filter((s) => services[s]!.environment.PSP_HOST)).toEqual(['psp']);
+  });
+
+  it('gives every long-running app service a healthcheck that asks one exact status of a route its process serves', async () => {
+    // Regression: the sandbox's check polled /checkout/health (404) and passed because anything under 500 counted;
+    // the five workers had none.
+    const procfile = Object.fromEntries(readProcfile(path.join(ROOT, 'Procfile')).map((p) => [p.name, p.args[0]!]));
+    for (const name of APP.filter((s) => s !== 'migrate')) {
+      const test = services[name]!.healthcheck?.test as string[] | undefined;
+      expect(test?.slice(0, 3), name).toEqual(['CMD', 'node', '-e']);
+      const probe = test![3]!.match(/^fetch\('http:\/\/127\.0\.0\.1:(\d+)(\/[^']*)'\)\.then\(r => process\.exit\(r\.status === (\d{3}) \? 0 : 1\), \(\) => process\.exit\(1\)\)$/);
+      expect(probe, `${name}: ${test![3]}`).not.toBeNull();
+      const [, port, route, status] = probe!;
+      const entry = procfile[name]!.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+      if (name === 'api') {
+        expect([port, status]).toEqual(['3000', '200']);
+        expect(allOperations().some((o) => o.method === 'get' && o.path === route), route).toBe(true);
+      } else if (name === 'dashboard') {
+        expect([port, route, status]).toEqual(['3001', '/admin/queues', '401']); // up, and asking for credentials
+      } else if (name === 'psp') {
+        expect(port).toBe('4000');
+        const sandbox = createPspSandbox({ apiKey: 'k', webhookSecret: 's', webhookUrl: 'http://127.0.0.1:9/payments/webhook' });
+        const { server, url } = await sandbox.listen(0);
+        try {
+          expect((await fetch(`${url}${route}`)).status, route).toBe(Number(status));
+        } finally {
+          await sandbox.close();
+          server.close();
+        }
+      } else {
+        // A worker: its metrics server on METRICS_PORT_BASE (9100) + the kind's offset, which answers /metrics.
+        expect(Number(port), name).toBe(9100 + METRICS_PORT_OFFSETS[name]!);
+        expect([route, status]).toEqual(['/metrics', '200']);
+        expect(closureOf(entry).files.has('shared/process.ts'), `${entry} runs under runProcess (which serves /metrics)`).toBe(true);
+      }
+    }
+    const local = await freePort();
+    const stop = await serveMetrics(local, logger);
+    try {
+      expect((await fetch(`http://127.0.0.1:${local}/metrics`)).status).toBe(200);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('makes a service wait for Redis exactly when its process uses a Redis client', () => {
+    // Regression: the sandbox provider, which never opens Redis, waited for it.
+    const procfile = Object.fromEntries(readProcfile(path.join(ROOT, 'Procfile')).map((p) => [p.name, p.args[0]!]));
+    for (const name of APP) {
+      const entry = procfile[name === 'migrate' ? 'release' : name]!.replace(/^dist\//, '').replace(/\.js$/, '.ts');
+      const usesRedis = [...closureOf(entry).packages].some(isRedisClient);
+      const waits = Object.keys(services[name]!.depends_on ?? {}).includes('redis');
+      expect(waits, `${name} (${entry}) ${usesRedis ? 'uses' : 'never uses'} Redis`).toBe(usesRedis);
+    }
   });
 
   it('publishes distinct host ports on 127.0.0.1 only; Kafka has an internal and a host listener and a volume', () => {
