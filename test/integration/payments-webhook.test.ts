@@ -266,6 +266,7 @@ describe('webhook: successes that must be refunded', () => {
   it('a zero-amount success for an expired booking is acknowledged (200) and needs no refund', async () => {
     const b = await holdCar(h, { fromHours: 520 });
     await expireNow(h, b.id);
+    expect(await statusOf(h, b.id)).toBe('EXPIRED');
     const r = await signedWebhook(h, paymentSucceeded(b.id, 0));
     expect(r.status).toBe(200);
     const { rows } = await h.sql(`SELECT count(*)::int AS n FROM refund WHERE booking_id = $1`, [b.id]);
