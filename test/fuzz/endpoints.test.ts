@@ -269,10 +269,10 @@ async function check(
   expect(rules.answerProblems(reply), where).toEqual([]);
   if (expected !== null) expect(reply.status < 400 ? String(reply.status) : `${reply.status} ${JSON.parse(reply.text).error.code}`, where).toBe(expected);
   if (reply.status < 400 && !routedElsewhere) expect(rules.requestProblems(req), `${where}\n  accepted a request the document refuses`).toEqual([]);
-  // A refusal writes nothing (a hold refused after its Idempotency-Key was claimed keeps the answer for its replay);
-  // nor does a read (but GET /bookings/{id}/pay, which creates the payment intent).
+  // A refusal writes nothing, but for the answer a hold with an Idempotency-Key remembers for its replay (refusals
+  // other than 429 are replayed, docs/decisions.md); nor does a read (but GET /bookings/{id}/pay: the intent).
   const mayWrite = reply.status < 400 ? op.method !== 'get' || op.operationId === 'payBooking' : false;
-  const keyKept = [409, 422, 429].includes(reply.status) && req.headers['idempotency-key'] !== undefined;
+  const keyKept = [400, 404, 409, 422].includes(reply.status) && req.headers['idempotency-key'] !== undefined;
   const changed = changedTables(before, after).filter((t) => !(keyKept && t === 'idempotency_key'));
   if (!mayWrite) expect(changed, `${where}\n  wrote to these tables`).toEqual([]);
   return after;
