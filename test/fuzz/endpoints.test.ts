@@ -26,8 +26,8 @@ import { SUB, TEMPLATES, createFixtures, type Fixtures, type Kind, type Template
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 100);
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED);
-/** The least share of a route's runs that must get past auth and validation (about 40 % do). */
-const MIN_PAST_SHARE = 0.2;
+/** The least share of a route's runs that must get past auth and validation (a third or more do: 4 σ above this). */
+const MIN_PAST_SHARE = 0.15;
 
 /**
  * Where the code under test departs from the contract and another branch is mending it: counted and printed, not
@@ -59,21 +59,23 @@ const queryValueOf = (kind: Kind): fc.Arbitrary<string | string[] | typeof DELET
 );
 const enc = (s: string) => encodeURIComponent(s.replace(/[\ud800-\udfff]/g, '\ufffd'));
 
-/** Nothing broken (3 in 10), one facet (5 in 10), or two or three at once. */
-const brokenArb: fc.Arbitrary<Facet[]> = fc.oneof(
-  { weight: 3, arbitrary: fc.constant<Facet[]>([]) },
-  { weight: 5, arbitrary: fc.constantFrom(...FACETS).map((f) => [f]) },
-  { weight: 2, arbitrary: fc.subarray([...FACETS], { minLength: 2, maxLength: 3 }) },
+/** Of the facets that apply to the operation: nothing broken (2 in 10), one (5 in 10), or two or three at once. */
+const brokenArb = (facets: Facet[]): fc.Arbitrary<Facet[]> => fc.oneof(
+  { weight: 2, arbitrary: fc.constant<Facet[]>([]) },
+  { weight: 5, arbitrary: fc.constantFrom(...facets).map((f) => [f]) },
+  { weight: 3, arbitrary: fc.subarray(facets, { minLength: Math.min(2, facets.length), maxLength: 3 }) },
 );
+/** An edit of a field: one of the template's (3 in 4) or an extra one. */
+const editArb = fc.tuple(fc.nat(), fc.oneof({ weight: 3, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) }));
 
 /** How one request is broken: each facet's hostile value is drawn, and used only when the facet is broken. */
-const mutationArb = fc.record({
-  broken: brokenArb,
+const mutationArb = (facets: Facet[]) => fc.record({
+  broken: brokenArb(facets),
   caller: fc.nat(),
   pathParam: hostilePathParam,
-  queryEdits: fc.array(fc.tuple(fc.nat(), fc.boolean()), { minLength: 1, maxLength: 3 }),
+  queryEdits: fc.array(editArb, { minLength: 1, maxLength: 3 }),
   queryRaw: fc.option(fc.constantFrom('%', '%zz=1', 'from=%E0%A4%A', '&&&', 'a[b]=1&a[c]=2', 'from[]=x', '__proto__[x]=1', '=', `x=${'y'.repeat(3_000)}`), { freq: 4 }),
-  bodyEdits: fc.array(fc.tuple(fc.nat(), fc.boolean()), { minLength: 1, maxLength: 3 }),
+  bodyEdits: fc.array(editArb, { minLength: 1, maxLength: 3 }),
   bodyMode: fc.constantFrom('edit', 'edit', 'edit', 'edit', 'whole', 'badJson', 'duplicateKeys', 'huge', 'empty'),
   contentType: fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x',
     'application/json; charset=utf-16', '', 'application/json; charset=latin1'),
@@ -85,15 +87,16 @@ const mutationArb = fc.record({
   requestId: fc.option(hostileHeader),
   seed: fc.nat(),
 });
-type Mutation = typeof mutationArb extends fc.Arbitrary<infer M> ? M : never;
+type Mutation = ReturnType<typeof mutationArb> extends fc.Arbitrary<infer M> ? M : never;
 
 /** A hostile value of each kind, for one edit: the field edited takes the one of its own kind. */
 type PerKind<T> = Record<Kind, T>;
 const pickArb = <T>(of: (k: Kind) => fc.Arbitrary<T>): fc.Arbitrary<PerKind<T>> =>
   fc.record({ instant: of('instant'), date: of('date'), timezone: of('timezone'), any: of('any') });
-const requestArb = fc.tuple(mutationArb, fc.array(pickArb(queryValueOf), { minLength: 3, maxLength: 3 }), fc.array(pickArb(valueOf), { minLength: 3, maxLength: 3 }), hostileJson)
-  .map(([m, qv, bv, whole]) => ({ m, qv, bv, whole }));
-type Draw = typeof requestArb extends fc.Arbitrary<infer D> ? D : never;
+const requestArb = (facets: Facet[]) => fc.tuple(
+  mutationArb(facets), fc.array(pickArb(queryValueOf), { minLength: 3, maxLength: 3 }), fc.array(pickArb(valueOf), { minLength: 3, maxLength: 3 }), hostileJson,
+).map(([m, qv, bv, whole]) => ({ m, qv, bv, whole }));
+type Draw = ReturnType<typeof requestArb> extends fc.Arbitrary<infer D> ? D : never;
 
 let h: Harness;
 let fx: Fixtures;
@@ -217,11 +220,11 @@ function webhookRequest(broken: Set<Facet>, d: Draw): RawRequest {
 }
 
 /** The facets that apply to an operation (a GET has no body; only the hold takes an Idempotency-Key). */
-function facetsOf(op: Operation): Set<Facet> {
+function facetsOf(op: Operation): Facet[] {
   const webhook = op.operationId === 'paymentWebhook';
-  return new Set(FACETS.filter((f) => ({
+  return FACETS.filter((f) => ({
     auth: !webhook, signature: webhook, path: op.path.includes('{'), query: !webhook, body: op.method !== 'get', headers: true, idempotencyKey: op.operationId === 'holdBooking',
-  })[f]));
+  })[f]);
 }
 
 /** Fails with the request and answer only (a counterexample's hostile values can be megabytes), and the seed to replay it. */
@@ -292,13 +295,13 @@ describe('fuzz: every route', () => {
       const success = String(contract.operation(op.method, op.path).success);
       const webhook = op.operationId === 'paymentWebhook';
       const callers = webhook ? (['anonymous'] as Caller[]) : allowedCallers(key);
-      const applicable = facetsOf(op);
+      const draws = requestArb(facetsOf(op));
       const tally: Record<string, number> = (tallies[op.operationId] = {});
       let last = await checksums();
       let past = 0;
 
       // Unmutated, the template reaches the documented success as every caller the contract lets through.
-      const none = fc.sample(requestArb, { numRuns: 1, seed: 1 })[0]!;
+      const none = fc.sample(draws, { numRuns: 1, seed: 1 })[0]!;
       for (const caller of callers) {
         const tpl = await make({ h, fx, caller });
         const before = await checksums();
@@ -307,8 +310,8 @@ describe('fuzz: every route', () => {
       }
 
       await fc.assert(
-        fc.asyncProperty(requestArb, async (d) => {
-          const broken = new Set(d.m.broken.filter((f) => applicable.has(f)));
+        fc.asyncProperty(draws, async (d) => {
+          const broken = new Set(d.m.broken);
           const caller = callers[d.m.caller % callers.length]!;
           const made = make({ h, fx, caller });
           const setupWrites = made instanceof Promise; // a fresh booking for this run
