@@ -63,8 +63,8 @@ export const MUTATIONS: Mutation[] = [
     why: 'POST /bookings takes any Idempotency-Key (2,000 characters, say) instead of 1–255; the fuzz must see a 201 the document refuses',
     edits: [{
       file: 'api/routes/bookings.ts',
-      search: "const idempotencyKey = parse(idempotencyKeyHeader, ctx.get('idempotency-key') || undefined, 'header');",
-      replace: "const idempotencyKey = ctx.get('idempotency-key') || undefined;",
+      search: "const input = holdInput(jsonBody(ctx.state));\n    const idempotencyKey = parse(idempotencyKeyHeader, ctx.get('idempotency-key') || undefined, 'header');",
+      replace: "const input = holdInput(jsonBody(ctx.state));\n    const idempotencyKey = ctx.get('idempotency-key') || undefined;",
     }],
     test: 'test/fuzz/endpoints.test.ts', filter: 'holdBooking', env: { FUZZ_RUNS: '300', FUZZ_SEED: '20' }, weakAt: BEFORE,
   },
@@ -99,9 +99,9 @@ export const MUTATIONS: Mutation[] = [
     why: "GET /bookings/{id} bumps the booking's version before refusing another tenant (404): same row count, other content",
     edits: [{
       file: 'shared/usecases/bookings.ts',
-      search: '  const b = visibleTo(actor, await findBooking(deps.db, id));\n  const money',
+      search: '  const b = visibleTo(actor, await findBooking(deps.db, id));\n',
       replace: '  const found = await findBooking(deps.db, id);\n  if (found && actor.role === \'customer\' && found.customerId !== actor.id) await transition(deps.db, found, found.status);\n'
-        + '  const b = visibleTo(actor, found);\n  const money',
+        + '  const b = visibleTo(actor, found);\n',
     }],
     test: 'test/fuzz/endpoints.test.ts', filter: 'getBooking', env: { FUZZ_RUNS: '200', FUZZ_SEED: '20' }, weakAt: BEFORE,
   },

@@ -12,7 +12,7 @@ import {
 } from './arbitraries.js';
 import { closeAgent, send, type RawReply, type RawRequest } from './raw-http.js';
 import { changedTables, contractOf, tableContents, type Contract } from './contract.js';
-import { SUB, TEMPLATES, createFixtures, type Fixtures, type Kind, type Template } from './templates.js';
+import { AWAITED_TEMPLATES, SUB, TEMPLATES, createFixtures, type Fixtures, type Kind, type Template } from './templates.js';
 
 // Property-based fuzz of every route of the API and of the webhook, each request a valid one (test/fuzz/templates.ts,
 // as a caller the contract lets through) with some of its facets broken: credentials, path, query, body, headers.
@@ -284,7 +284,9 @@ async function check(
 describe('fuzz: every route', () => {
   it('has a template for every operation of the OpenAPI document (a new route cannot be forgotten)', () => {
     expect(ops.map((o) => o.operationId).filter((id) => !TEMPLATES[id])).toEqual([]);
-    expect(Object.keys(TEMPLATES).filter((id) => !ops.some((o) => o.operationId === id))).toEqual([]);
+    // A template ahead of its operation only for a route another branch brings, while it is not served.
+    const ahead = Object.keys(TEMPLATES).filter((id) => !ops.some((o) => o.operationId === id));
+    expect(ahead.filter((id) => !AWAITED_TEMPLATES[id] || !ACCESS[AWAITED_TEMPLATES[id]!]?.pending)).toEqual([]);
     expect(ops.map((o) => routeKey(o.method, o.path)).filter((k) => !ACCESS[k])).toEqual([]);
   });
 
