@@ -7,7 +7,7 @@ npx tsc -p tsconfig.json --noEmit
 results="$(mktemp)"
 rc=0
 npx vitest run --reporter=default --reporter=json --outputFile="$results" "$@" || rc=$?
-# A plain closing line that any CI can read.
-node -e 'const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed`)' "$results" || true
+# A plain closing line that any CI can read: passed, failed (an errored file counts), skipped, errored files.
+node scripts/test-summary.mjs "$results" "$rc" || true
 rm -f "$results"
 exit "$rc"

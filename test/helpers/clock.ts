@@ -9,3 +9,16 @@ export function fixedClock(start: Date | string): Clock & { set(d: Date | string
     advance: (ms) => { t += ms; },
   };
 }
+
+/**
+ * The real clock, which a test can stop at an instant for a while: a boundary judged to the second (a webhook
+ * timestamp 301 s off) then cannot race the next second ticking between the test's reading and the server's.
+ */
+export function pinnableClock(): Clock & { pin(at: Date | number): void; release(): void } {
+  let pinned: number | null = null;
+  return {
+    now: () => new Date(pinned ?? Date.now()),
+    pin: (at) => { pinned = new Date(at).getTime(); },
+    release: () => { pinned = null; },
+  };
+}

@@ -38,6 +38,8 @@ export function sandboxAt(baseUrl: string, apiKey?: string) {
     post: async (path: string, body?: unknown) => ok(await control('POST', path, body)),
     setFaults: async (faults: Partial<SandboxFaults>): Promise<SandboxFaults> => ok(await control('POST', '/faults', faults)),
     resetFaults: async (): Promise<SandboxFaults> => ok(await control('DELETE', '/faults')),
+    /** The faults in force now (per-endpoint answer rules drop out once used up). */
+    faults: async (): Promise<SandboxFaults> => ok(await control('GET', '/faults')),
     /** The refund knobs (sandbox/refunds.ts): injected 4xx, answers lost after creating, forgotten keys, silent webhooks. */
     setRefundFaults: async (knobs: Partial<RefundFaults>): Promise<RefundFaults> => ok(await control('POST', '/refund-faults', knobs)),
     resetRefundFaults: async (): Promise<RefundFaults> => ok(await control('DELETE', '/refund-faults')),

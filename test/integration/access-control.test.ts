@@ -56,11 +56,18 @@ describe('authorization', () => {
   });
 
   it('hosts and operators may not hold; customers may not pick up or return', async () => {
-    const r = await h.req('POST', '/bookings', { token: hostToken(h), body: { carId, ...period() } });
-    expect(r.status).toBe(403);
+    for (const t of [hostToken(h), h.token(1, 'operator')]) {
+      const r = await h.req('POST', '/bookings', { token: t, body: { carId, ...period() } });
+      expect([r.status, r.json?.error?.code], r.text).toEqual([403, 'FORBIDDEN']);
+    }
     const owner = newCustomer(h).token;
     const b = await h.req('POST', '/bookings', { token: owner, body: { carId, ...period() } });
-    expect((await h.req('POST', `/bookings/${b.json.bookingId}/pickup`, { token: owner })).status).toBe(403);
+    expect(b.status, b.text).toBe(201);
+    for (const action of ['pickup', 'return']) {
+      const r = await h.req('POST', `/bookings/${b.json.bookingId}/${action}`, { token: owner });
+      expect([r.status, r.json?.error?.code], `${action}: ${r.text}`).toEqual([403, 'FORBIDDEN']);
+    }
+    expect(await h.sql(`SELECT count(*)::int AS n FROM booking WHERE car_id = $1 AND status <> 'HOLD'`, [carId]).then((r) => r.rows[0].n)).toBe(0);
   });
 });
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Harness } from '../helpers/harness.js';
 import { hostToken, holdCar, periods, withCarHarness } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
+import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 
 // Status transitions a caller asks for (cancel, pickup, return, pay) and what GET shows.
 let h: Harness;
@@ -25,10 +26,19 @@ describe('lifecycle', () => {
 
   it('pickup and return need CONFIRMED / ON_TRIP', async () => {
     const b = await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId, ...period() } });
-    const r = await h.req('POST', `/bookings/${b.json.bookingId}/pickup`, { token: hostToken(h) });
-    expect(r.status).toBe(409);
-    expect(r.json.error.code).toBe('INVALID_STATE');
-    expect((await h.req('POST', `/bookings/${b.json.bookingId}/return`, { token: h.token(1, 'operator') })).status).toBe(409);
+    const id = b.json.bookingId;
+    const act = async (action: 'pickup' | 'return', token = hostToken(h)) => {
+      const r = await h.req('POST', `/bookings/${id}/${action}`, { token });
+      return r.status === 200 ? r.json.status : `${r.status} ${r.json.error.code}`;
+    };
+    expect(await act('pickup')).toBe('409 INVALID_STATE');
+    expect(await act('return', h.token(1, 'operator'))).toBe('409 INVALID_STATE');
+    expect((await signedWebhook(h, paymentSucceeded(id, b.json.depositAmount))).status).toBe(200);
+    expect(await act('return')).toBe('409 INVALID_STATE'); // CONFIRMED: not on a trip yet
+    expect(await act('pickup')).toBe('ON_TRIP');
+    expect(await act('pickup', h.token(1, 'operator'))).toBe('409 INVALID_STATE');
+    expect(await act('return', h.token(1, 'operator'))).toBe('COMPLETED');
+    expect(await act('return')).toBe('409 INVALID_STATE');
   });
 
   it('GET returns the contract shape', async () => {

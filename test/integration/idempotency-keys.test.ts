@@ -15,7 +15,7 @@ afterAll(async () => h?.close());
 const keys = async () => (await h.sql(`SELECT key FROM idempotency_key ORDER BY key`)).rows.map((r) => r.key);
 
 describe('Idempotency-Key', () => {
-  it('the purge job deletes keys older than 48 h and keeps the others', async () => {
+  it('purgeIdempotencyKeys deletes keys older than 48 h and keeps the others', async () => {
     for (const [i, key] of ['old', 'recent'].entries()) {
       const r = await h.req('POST', '/bookings', {
         token: h.token(10 + i, 'customer'), body: { carId, from: inHours(30 + i * 5), to: inHours(31 + i * 5) }, headers: { 'idempotency-key': key },

@@ -81,7 +81,7 @@ describe('a booking that leaves HOLD unpaid has its intents cancelled', () => {
     expect((await payAtCheckout(intentId)).status).toBe(409);
   });
 
-  it('a hold nobody asked to pay for owes no cancellation (no provider call)', async () => {
+  it('a hold nobody asked to pay for owes no intent cancellation', async () => {
     const b = await holdCar(h, { fromHours: 410 });
     await cancelHold(b);
     expect(await obligation(b.id)).toBeUndefined();

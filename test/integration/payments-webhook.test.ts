@@ -6,11 +6,13 @@ import { holdCar } from '../helpers/cars.js';
 import { expireNow } from '../helpers/expiry.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, pspSignature, signedWebhook } from '../helpers/webhooks.js';
+import { pinnableClock } from '../helpers/clock.js';
 
 // POST /payments/webhook: signed, deduplicated, committed before the 200; successes confirm or are refunded.
 let h: Harness;
+const clock = pinnableClock();
 beforeAll(async () => {
-  h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000' } });
+  h = await startHarness({ workers: true, clock, env: { HOLD_RATE_LIMIT: '1000' } });
 });
 afterAll(async () => h?.close());
 
@@ -74,6 +76,8 @@ describe('webhook: signature and shape', () => {
     const event = paymentSucceeded(b.id, b.deposit);
     const raw = JSON.stringify(event);
     const now = Math.floor(Date.now() / 1000);
+    // The server's clock stands at `now` (mid-second) while the cases are judged: ±301 s is outside 300 s exactly.
+    clock.pin(now * 1000 + 500);
     const good = pspSignature(h.config.PAYMENT_WEBHOOK_SECRET, raw, now);
     const cases: { name: string; reply: Promise<Reply> }[] = [
       { name: 'garbage signature', reply: signedWebhook(h, event, { signature: `t=${now},v1=${'0'.repeat(64)}` }) },
@@ -87,10 +91,14 @@ describe('webhook: signature and shape', () => {
       { name: 'tampered body', reply: signedWebhook(h, null, { raw: raw.replace(`"amount":${b.deposit}`, '"amount":1'), signature: good }) },
       { name: 'body with extra whitespace', reply: signedWebhook(h, null, { raw: raw + ' ', signature: good }) },
     ];
-    for (const c of cases) {
-      const r = await c.reply;
-      expect(r.status, c.name).toBe(401);
-      expect(r.json?.error?.code, c.name).toBe('INVALID_SIGNATURE');
+    try {
+      for (const c of cases) {
+        const r = await c.reply;
+        expect(r.status, c.name).toBe(401);
+        expect(r.json?.error?.code, c.name).toBe('INVALID_SIGNATURE');
+      }
+    } finally {
+      clock.release();
     }
     await assertNothingWritten(b.id, event.id);
 
@@ -99,11 +107,19 @@ describe('webhook: signature and shape', () => {
     expect(await statusOf(h, b.id)).toBe('CONFIRMED');
   });
 
-  it('a timestamp just inside 300 s is accepted', async () => {
-    const b = await holdCar(h);
-    const r = await signedWebhook(h, paymentSucceeded(b.id, b.deposit), { t: Math.floor(Date.now() / 1000) - 295 });
-    expect(r.status, r.text).toBe(200);
-    expect(await statusOf(h, b.id)).toBe('CONFIRMED');
+  it('a timestamp 300 s off, either way, is accepted', async () => {
+    for (const off of [-300, 300]) {
+      const b = await holdCar(h);
+      const now = Math.floor(Date.now() / 1000);
+      clock.pin(now * 1000 + 500);
+      try {
+        const r = await signedWebhook(h, paymentSucceeded(b.id, b.deposit), { t: now + off });
+        expect(r.status, `${off} s: ${r.text}`).toBe(200);
+      } finally {
+        clock.release();
+      }
+      expect(await statusOf(h, b.id)).toBe('CONFIRMED');
+    }
   });
 
   it('signed but malformed: 400 VALIDATION naming the field, nothing written', async () => {
@@ -250,6 +266,7 @@ describe('webhook: successes that must be refunded', () => {
   it('a zero-amount success for an expired booking is acknowledged (200) and needs no refund', async () => {
     const b = await holdCar(h, { fromHours: 520 });
     await expireNow(h, b.id);
+    expect(await statusOf(h, b.id)).toBe('EXPIRED');
     const r = await signedWebhook(h, paymentSucceeded(b.id, 0));
     expect(r.status).toBe(200);
     const { rows } = await h.sql(`SELECT count(*)::int AS n FROM refund WHERE booking_id = $1`, [b.id]);

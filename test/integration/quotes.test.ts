@@ -184,7 +184,7 @@ describe('checkIn not before today in the hotel\'s time zone (server clock, DST-
 });
 
 describe('quote retention', () => {
-  it('quotes 24 h past validUntil are purged (by the expiry sweeper); younger ones stay', async () => {
+  it('purgeQuotes deletes quotes 24 h past validUntil; younger ones stay', async () => {
     clock.set('2027-03-20T09:00:00Z');
     const { rt, plan } = await pricedRoomType();
     const c = api.nextCustomer();

@@ -110,7 +110,7 @@ describe('refunds', () => {
     expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
   });
 
-  it('two worker processes never work the same refund: each of 30 is paid once, with keys forgotten', async () => {
+  it('two refund loops (in one process, racing on the database) never work the same refund: each of 30 is paid once, with keys forgotten', async () => {
     await sandbox(h).setFaults({ apiDelayMs: 200 });
     await sandbox(h).setRefundFaults({ forgetKeys: true });
     const second = startRefundLoop(h.deps, { idleMaxMs: 100 });

@@ -43,6 +43,27 @@ const searchCars = async (from: string, to: string, where = city, limit = 50) =>
 const search = async (from: string, to: string, where = city, limit = 50): Promise<number[]> =>
   (await searchCars(from, to, where, limit)).map((c) => c.id);
 
+/**
+ * How many searches the in-memory index answered while `run` ran: each search asks it for its calendar, and
+ * one too old to answer from (null) sends the search to SQL, so comparing with SQL would compare SQL with itself.
+ */
+async function answeredByIndex(kind: 'cars' | 'stays', run: () => Promise<void>): Promise<number> {
+  const index = h.searchIndex!;
+  const ask = index[kind] as (...args: number[]) => unknown;
+  let answered = 0;
+  Object.assign(index, { [kind]: (...args: number[]) => {
+    const calendar = ask.apply(index, args);
+    if (calendar) answered++;
+    return calendar;
+  } });
+  try {
+    await run();
+  } finally {
+    delete (index as unknown as Record<string, unknown>)[kind]; // the prototype's method again
+  }
+  return answered;
+}
+
 const hold = (carId: number, from: string, to: string) =>
   h.req('POST', '/bookings', { token: h.token(50_000 + seq++, 'customer'), body: { carId, from, to } });
 
@@ -79,15 +100,18 @@ describe('car search from the in-memory index', () => {
       const start = 24 + ((i * 7) % 100);
       await hold(cars[i % cars.length]!, inHours(start), inHours(start + 1 + (i % 9)));
     }
-    await new Promise((r) => setTimeout(r, 800)); // a few polls
-    for (let i = 0; i < 25; i++) {
-      const start = 20 + ((i * 5) % 110);
-      const [from, to] = [inHours(start), inHours(start + 1 + ((i * 3) % 30))];
-      const limit = 1 + (i % 8);
-      const sql = (await searchAvailableCars(h.deps.db, { city: where, from: new Date(from), to: new Date(to), limit }))
-        .map(({ hostId: _h, turnaroundMinutes: _t, ...car }) => car);
-      expect(await searchCars(from, to, where, limit), `${from}–${to} limit ${limit}`).toEqual(sql);
-    }
+    await h.searchIndex!.catchUp(10_000); // a poll that started after the last hold has read it
+    const served = await answeredByIndex('cars', async () => {
+      for (let i = 0; i < 25; i++) {
+        const start = 20 + ((i * 5) % 110);
+        const [from, to] = [inHours(start), inHours(start + 1 + ((i * 3) % 30))];
+        const limit = 1 + (i % 8);
+        const sql = (await searchAvailableCars(h.deps.db, { city: where, from: new Date(from), to: new Date(to), limit }))
+          .map(({ hostId: _h, turnaroundMinutes: _t, ...car }) => car);
+        expect(await searchCars(from, to, where, limit), `${from}–${to} limit ${limit}`).toEqual(sql);
+      }
+    });
+    expect(served, 'searches answered by the index, not by its SQL fallback').toBe(25);
   });
 
   it('misses no event committed after later ones (a smaller outbox id made visible last)', async () => {
@@ -153,12 +177,16 @@ describe('stay availability from the in-memory index', () => {
     expect((await api.holdStay(newCustomerId(), { ...stay, checkIn: addDays(checkIn, 1), rooms: 1, guests: 2 })).status).toBe(201);
     await waitFor(async () => (await avail()).some(([id, n]) => id === p.id && n === 2), 3_000);
 
-    for (const [ci, co, rooms] of [
+    const cases = [
       [checkIn, checkOut, 1], [addDays(checkIn, 2), addDays(checkIn, 9), 1], [addDays(checkIn, 5), addDays(checkIn, 12), 1], [checkIn, checkOut, 3],
       [checkIn, addDays(checkIn, 1), 3], [addDays(checkIn, 1), addDays(checkIn, 5), 2],
-    ] as const) {
-      const sql = await searchAvailability(h.deps.db, { city: where, checkIn: ci, checkOut: co, rooms, nights: nightsBetween(ci, co) });
-      expect(await answer(rooms, ci, co), `${ci}–${co} × ${rooms}`).toEqual(sql);
-    }
+    ] as const;
+    const served = await answeredByIndex('stays', async () => {
+      for (const [ci, co, rooms] of cases) {
+        const sql = await searchAvailability(h.deps.db, { city: where, checkIn: ci, checkOut: co, rooms, nights: nightsBetween(ci, co) });
+        expect(await answer(rooms, ci, co), `${ci}–${co} × ${rooms}`).toEqual(sql);
+      }
+    });
+    expect(served, 'searches answered by the index, not by its SQL fallback').toBe(cases.length);
   });
 });
