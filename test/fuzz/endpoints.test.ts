@@ -269,7 +269,8 @@ async function check(
   }
   expect(reply.status, where).toBeLessThan(500);
   expect(reply.headers['x-request-id'], where).toBeTruthy();
-  expect(rules.answerProblems(reply), where).toEqual([]);
+  // A path the broken id routes to another operation (`/docs/` is the page's redirect) answers by that one's rules.
+  if (!routedElsewhere) expect(rules.answerProblems(reply), where).toEqual([]);
   if (expected !== null) expect(reply.status < 400 ? String(reply.status) : `${reply.status} ${JSON.parse(reply.text).error.code}`, where).toBe(expected);
   if (reply.status < 400 && !routedElsewhere) expect(rules.requestProblems(req), `${where}\n  accepted a request the document refuses`).toEqual([]);
   // A refusal writes nothing, but for the answer a hold with an Idempotency-Key remembers for its replay (refusals
