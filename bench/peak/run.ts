@@ -74,6 +74,15 @@ export interface PhaseResult {
 
 export interface Stall { at: number; proc: string; pid: number; maxMs: number; p99Ms: number; gcMs: number; gcMaxMs: number }
 
+/** Per process: seconds held, the worst delay, and the longest GC pause among those seconds. */
+export function summarizeStalls(stalls: readonly Stall[]): string {
+  if (stalls.length === 0) return 'never';
+  const by = new Map<string, Stall[]>();
+  for (const x of stalls) by.set(x.proc, [...(by.get(x.proc) ?? []), x]);
+  return [...by].sort((a, b) => Math.max(...b[1].map((x) => x.maxMs)) - Math.max(...a[1].map((x) => x.maxMs)))
+    .map(([proc, xs]) => `${proc} ${xs.length}× (worst ${Math.max(...xs.map((x) => x.maxMs))} ms, GC pause ≤ ${Math.max(...xs.map((x) => x.gcMaxMs))} ms)`).join('; ');
+}
+
 /** "event loop held" lines of the system's log (pino JSON, perhaps behind the supervisor's prefix). */
 export function readStalls(logFile: string): Stall[] {
   const out: Stall[] = [];
@@ -213,7 +222,7 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
         requests: stats.reduce((s, x) => s + x.answered, 0), dbCounters: dbDelta, stalls,
       });
       for (const s of stats) log(`  ${s.name}: ${s.answeredPerS.toFixed(0)}/s answered (${s.okPerS.toFixed(0)}/s 2xx), p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms; ${s.outcomes.map(([k, n]) => `${k}×${n}`).join(' ')}`);
-      log(`  event loop held > 50 ms: ${stalls.length ? stalls.map((x) => `${x.proc}[${x.pid}] ${x.maxMs} ms (gc ${x.gcMs} ms, max pause ${x.gcMaxMs})`).join('; ') : 'never'}`);
+      log(`  event loop held > 50 ms: ${summarizeStalls(stalls)}`);
     }
     await staleness.done();
     if (prometheus) {
