@@ -89,13 +89,14 @@ export async function catalogueHead(db: PreparedDb): Promise<{ snapshot: Snapsho
  * ms; `tuples` parses it — left to the caller, which spreads the parsing so a rebuild never stalls requests).
  */
 export async function loadCarIntervals(db: PreparedDb, afterCarId = 0, toCarId = Number.MAX_SAFE_INTEGER): Promise<{ carId: number; list: string }[]> {
-  // Cars in (afterCarId, toCarId]: a page of the catalogue (see loadCars); the exclusion index serves the range.
+  // Cars in (afterCarId, toCarId]: a page of the catalogue (see loadCars). The bounds are int8 so that the exclusion
+  // index (btree_gist: int8 operators only) serves the range; as int4 each page read every active booking.
   const rows = await db.query<{ carId: number; list: string }>('search-car-intervals', `
     SELECT car_id AS "carId",
            string_agg(concat_ws(',', id, (extract(epoch FROM lower(blocked)) * 1000)::int8, (extract(epoch FROM upper(blocked)) * 1000)::int8),
                       ';' ORDER BY lower(blocked)) AS list
     FROM booking
-    WHERE kind = 'car' AND status IN ('HOLD', 'CONFIRMED', 'ON_TRIP') AND upper(blocked) > now() AND car_id > $1 AND car_id <= $2
+    WHERE kind = 'car' AND status IN ('HOLD', 'CONFIRMED', 'ON_TRIP') AND upper(blocked) > now() AND car_id > $1::int8 AND car_id <= $2::int8
     GROUP BY car_id`, [afterCarId, toCarId]);
   return rows;
 }
@@ -170,7 +171,7 @@ export async function loadNights(db: PreparedDb, fromDay: number, afterRoomTypeI
   const rows = await db.query<{ roomTypeId: number; list: string }>('search-nights', `
     SELECT room_type_id AS "roomTypeId",
            string_agg(concat_ws(',', night - DATE '1970-01-01', sellable - held - confirmed), ';') AS list
-    FROM room_night WHERE night >= DATE '1970-01-01' + $1::int AND room_type_id > $2 AND room_type_id <= $3
+    FROM room_night WHERE night >= DATE '1970-01-01' + $1::int AND room_type_id > $2::int8 AND room_type_id <= $3::int8
     GROUP BY room_type_id`, [fromDay, afterRoomTypeId, toRoomTypeId]);
   return rows;
 }
