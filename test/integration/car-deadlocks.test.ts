@@ -20,7 +20,7 @@ afterAll(async () => h?.close());
 describe('car holds and confirmations racing on one car', () => {
   it('holds (with and without a key), a confirmation, a pickup and a change at once: no 5xx, PostgreSQL sees no deadlock', async () => {
     const all: { status: number; text: string }[] = [];
-    for (let round = 0; round < Number(process.env.ROUNDS ?? 12); round++) {
+    for (let round = 0; round < Number(process.env.ROUNDS ?? 10); round++) {
       const carId = await newCar(h, { turnaroundMinutes: 30 });
       const at = 48 + round * 10;
       const owner = newCustomer(h);
@@ -29,7 +29,7 @@ describe('car holds and confirmations racing on one car', () => {
       const second = await h.req('POST', '/bookings', { token: owner.token, body: { carId, from: inHours(at + 4), to: inHours(at + 6) } });
       expect(second.status, second.text).toBe(201);
       await signedWebhook(h, paymentSucceeded(second.json.bookingId, second.json.depositAmount));
-      const racers = Array.from({ length: Number(process.env.RACERS ?? 8) }, (_, i) => {
+      const racers = Array.from({ length: Number(process.env.RACERS ?? 24) }, (_, i) => {
         const c = newCustomer(h);
         const headers = i % 2 ? { 'idempotency-key': `dl-${round}-${i}` } : undefined;
         const o = i % 3;
