@@ -3,6 +3,7 @@ import type { PreparedDb } from '../db/prepared.js';
 import type { Clock } from '../domain/clock.js';
 import type { Config } from '../config.js';
 import type { PspClient } from '../psp/client.js';
+import type { JobProducer } from '../queues/producer.js';
 
 export interface Deps {
   db: DatabasePool;
@@ -11,4 +12,6 @@ export interface Deps {
   clock: Clock;
   config: Config;
   psp: PspClient;
+  /** Adds the jobs a committed change owes (see transact.ts); fails fast, never throws. */
+  jobs: JobProducer;
 }
