@@ -31,7 +31,8 @@ export const webhookEventSchema = z.object({
     // Money is at most 10^15 minor units (CONTRACT.md "Conventions"); no deposit the service asks for is more.
     amount: z.number().int().nonnegative().max(MAX_MONEY),
     // ISO 4217 in any case (Stripe sends `vnd`): compared without regard to case, stored in upper case.
-    currency: z.string().min(1).max(8).refine(storable, 'no NUL or malformed Unicode'),
+    currency: z.string().min(1).max(8).refine(storable, 'no NUL or malformed Unicode')
+      .describe("ISO 4217 in any case (`vnd` is `VND`): compared with the booking's currency without regard to case"),
     providerTxnId: str.nullable().optional().default(null),
     refundId: str.nullable().optional(),
   }),
