@@ -113,7 +113,13 @@ function brokenAuth(key: string, caller: Caller, m: Mutation): string | undefine
     case 'none': return undefined;
     case 'hostile': return m.authHeader;
     case 'expired': return `Bearer ${token(h.config.JWT_SECRET, { sub: String(sub), role }, -60)}`;
-    case 'tampered': return `Bearer ${h.token(sub, role).slice(0, -2)}xx`;
+    case 'tampered': {
+      // One character of the signature's first bytes changed: its last character carries 2 unused bits, so a change
+      // there (the 'xx' this was) can decode to the very same signature, a valid token (seen at FUZZ_SEED=20261202).
+      const t = h.token(sub, role);
+      const at = t.lastIndexOf('.') + 3;
+      return `Bearer ${t.slice(0, at)}${t[at] === 'A' ? 'B' : 'A'}${t.slice(at + 1)}`;
+    }
     case 'algNone': return `Bearer ${b64({ alg: 'none', typ: 'JWT' })}.${b64({ sub: String(sub), role: 'operator' })}.`;
     case 'wrongRole': return bearerOf(pick(callersRefused(key, 403)) ?? caller);
     case 'otherTenant': return bearerOf(pick(callersRefused(key, 404)) ?? caller);
