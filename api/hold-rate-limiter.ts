@@ -12,7 +12,7 @@ import type { HoldLimiter, HoldSlot } from '../shared/usecases/holds.js';
 //   created + pending < limit  → take a pending slot and go;
 //   otherwise                  → the limit would be reached only if the in-flight ones succeed: wait for them to
 //                                decide (polling, at most waitMs), then judge again.
-// A request still blocked by undecided holds after waitMs goes ahead anyway (fail open, as when Redis is down): a
+// A request still blocked by undecided holds after waitMs goes ahead anyway (fail open and counted, as when Redis is down): a
 // refusal never makes another request 429, and the limit is exceeded only when holds take longer than waitMs to
 // decide, by at most the number of requests that waited that long (docs/decisions.md).
 
@@ -27,9 +27,11 @@ if created >= limit then
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
   return {0, tonumber(oldest[2]) + window - now}
 end
-if not final and created + redis.call('ZCARD', KEYS[2]) >= limit then return {2, 0} end
+local blocked = created + redis.call('ZCARD', KEYS[2]) >= limit
+if blocked and not final then return {2, 0} end
 redis.call('ZADD', KEYS[2], now, ARGV[3])
 redis.call('PEXPIRE', KEYS[2], pendingTtl)
+if blocked then return {3, 0} end
 return {1, 0}`;
 
 /** The hold was created: its pending slot becomes a created one, stamped now. */
@@ -99,7 +101,11 @@ export class HoldRateLimiter implements HoldLimiter {
     } catch (err) {
       return this.failOpen(err);
     }
-    if (answer[0] !== 1) {
+    if (answer[0] === 3) {
+      // Admitted past undecided holds after waitMs: the bounded overshoot, counted as a fail-open.
+      this.onFailOpen();
+      logger.warn({ customerId, waitMs: this.waitMs }, 'hold rate limiter: holds in flight still undecided; letting the request through');
+    } else if (answer[0] !== 1) {
       const retryAfterSeconds = Math.max(1, Math.ceil(answer[1] / 1000));
       throw new DomainError('RATE_LIMITED', `at most ${this.limit} holds per ${this.windowSeconds} s`, { retryAfterSeconds });
     }

@@ -10,6 +10,8 @@ import { addDays } from '../helpers/stays.js';
 import { rateApi } from '../helpers/rates.js';
 import { paymentSucceeded } from '../helpers/webhooks.js';
 import { send, closeAgent } from '../fuzz/raw-http.js';
+import { Redis } from 'ioredis';
+import { HoldRateLimiter } from '../../api/hold-rate-limiter.js';
 
 // Issue 16 (hostile input, round three): each case failed before its fix. The limiter, a provider's currency in
 // lower case, the webhook's signature over raw bytes, empty headers, and money beyond exact integers.
@@ -87,6 +89,24 @@ describe('1. the hold limiter counts only holds that are created, also under con
       expect(fourth.status, fourth.text).toBe(429);
     } finally {
       await blocker.end();
+    }
+  });
+
+  it('the wait is bounded: past it a request goes ahead of undecided holds, counted; created holds then refuse the next', async () => {
+    const redis = new Redis('redis://127.0.0.1:6379/5', { keyPrefix: `${h.config.REDIS_KEY_PREFIX}probe:`, lazyConnect: true });
+    let failOpen = 0;
+    try {
+      const limiter = new HoldRateLimiter(redis as never, 3, 900, () => failOpen++, { waitMs: 100, pollMs: 10 });
+      const slots = [await limiter.acquire(7), await limiter.acquire(7), await limiter.acquire(7)];
+      const started = Date.now();
+      const fourth = await limiter.acquire(7); // 3 undecided: waits, then goes ahead
+      expect(Date.now() - started).toBeGreaterThanOrEqual(90);
+      expect(failOpen).toBe(1);
+      await slots[0]!.release(); // a refusal: never counted
+      await Promise.all([slots[1]!.confirm(), slots[2]!.confirm(), fourth.confirm()]);
+      await expect(limiter.acquire(7)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    } finally {
+      redis.disconnect();
     }
   });
 
