@@ -71,7 +71,7 @@ export async function createDashboard(config: Config) {
   app.use(metricsRoute);
   app.use(basicAuth(config.DASHBOARD_USER, config.DASHBOARD_PASSWORD));
   app.use(sameOriginActions());
-  app.use(operatorPages(openDeps, Object.values(producers.queues)));
+  app.use(operatorPages(openDeps, producers.queues));
   await app.use(serverAdapter.registerPlugin());
   return {
     app,

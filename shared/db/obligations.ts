@@ -110,3 +110,27 @@ export async function bumpGeneration(db: CommonQueryMethods, o: Obligation, now:
     WHERE ${k.keyMatch(o)} AND t.job_gen = ${o.gen} AND ${k.open(now.toISOString())}
     RETURNING t.job_gen AS gen`);
 }
+
+const bookingJobRow = z.object({
+  kind: z.enum(['booking', 'intent-cancellations', 'refunds', 'notifications']),
+  refundId: z.number().nullable(), eventId: z.string().nullable(), channel: z.enum(NOTIFY_CHANNELS).nullable(), gen: z.number(),
+});
+
+/**
+ * Every obligation row of one booking, open or settled, with its current generation: the keys of every job it can
+ * have had (gen 0 … gen of each). The booking row stands for its expiry and payment-check jobs (one job_gen).
+ */
+export async function bookingJobKeys(db: CommonQueryMethods, bookingId: number): Promise<JobRequest[]> {
+  const rows = await db.any(sql.type(bookingJobRow)`
+    SELECT 'booking' AS kind, NULL::bigint AS "refundId", NULL::text AS "eventId", NULL::text AS channel, job_gen AS gen
+      FROM booking WHERE id = ${bookingId}
+    UNION ALL SELECT 'intent-cancellations', NULL, NULL, NULL, job_gen FROM intent_cancellation WHERE booking_id = ${bookingId}
+    UNION ALL SELECT 'refunds', id, NULL, NULL, job_gen FROM refund WHERE booking_id = ${bookingId}
+    UNION ALL SELECT 'notifications', NULL, event_id::text, channel, job_gen FROM notification WHERE booking_id = ${bookingId}`);
+  return rows.flatMap((r): JobRequest[] => {
+    if (r.kind === 'booking') return [{ kind: 'expiry', bookingId, gen: r.gen }, { kind: 'payment-checks', bookingId, gen: r.gen }];
+    if (r.kind === 'refunds') return [{ kind: 'refunds', bookingId, refundId: r.refundId!, gen: r.gen }];
+    if (r.kind === 'notifications') return [{ kind: 'notifications', bookingId, eventId: r.eventId!, channel: r.channel!, gen: r.gen }];
+    return [{ kind: 'intent-cancellations', bookingId, gen: r.gen }];
+  });
+}
