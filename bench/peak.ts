@@ -6,15 +6,19 @@
  *   npm run bench:peak                                     # the targets: 20 s measured per phase
  *   npm run bench:peak -- --scale 0.1 --duration 8 --warmup 3 --cars 2000 --bookings 20000 --room-types 200   # smoke
  *
- * Phases (--phases, default holds,search,stays):
+ * Phases (--phases, default holds,mixed,hot,search,stays):
  *   holds   — POST /bookings at --hold-rate (600)/s
- *   search  — GET /cars at --search-rate (3000)/s while POST /bookings runs at --search-hold-rate (300)/s
+ *   mixed   — the seed's peak mix: GET /cars at --mixed-search-rate (3000)/s and POST /bookings at --mixed-hold-rate (300)/s at once
+ *   hot     — POST /bookings at --hot-rate (600)/s on the same --hot-phase-cars (200) popular cars, periods in the next 14 days: mostly 409s
+ *   search  — GET /cars alone at --search-rate (6000)/s
  *   stays   — GET /hotels/availability at --stays-rate (3000)/s
+ * Every phase also counts the system's "event loop held" warnings (a process's event loop delayed > 50 ms in a second,
+ * shared/metrics/event-loop.ts) by process, with the worst delay and the GC pauses of that second.
  * Options (defaults): --scale (1: multiplies every rate) --duration (20 s measured) --warmup (5 s)
  *   --connections (64: the generator's keep-alive pool) --arrivals (uniform | poisson) --hot-share (0.5: holds on
  *   the popular cars) --hold-window-days (365) --ttl (SEARCH_CACHE_TTL_S for the system, 30) --stale-sample-every (1000: a check costs ~20 ms of PostgreSQL; at 3,000 searches/s one in 300 took 0.2 core from the system under test)
  *   --floor-seconds (10: pgbench; 0 skips) --floor-clients (16) --port (5400: api; dashboard +1, psp +2) --keep-db
- *   --api-workers (2: the system's API_WORKERS, API processes behind the port — one per core)
+ *   --api-workers (unset: the system's default API_WORKERS, as a fresh install runs; a number sets it)
  *   and the dataset's: --seed --cars --bookings --hot-cars --room-types --nights --anchor (see bench/data.ts).
  * Env: BENCH_REDIS_URL (redis://127.0.0.1:6379/13), KAFKA_BROKERS (127.0.0.1:9092), CPU_BY_PROCESS (the tool's path).
  * Names: database bench_peak_<tag> (dropped after unless --keep-db), Redis keys bench:* in db 13, topics bench.*.
@@ -27,7 +31,8 @@ import { htmlPeak, printPeak, verdicts, writeReport } from './peak/report.js';
 
 const OPTIONS = {
   phases: { type: 'string' }, scale: { type: 'string' }, duration: { type: 'string' }, warmup: { type: 'string' },
-  'hold-rate': { type: 'string' }, 'search-rate': { type: 'string' }, 'search-hold-rate': { type: 'string' }, 'stays-rate': { type: 'string' },
+  'hold-rate': { type: 'string' }, 'search-rate': { type: 'string' }, 'mixed-search-rate': { type: 'string' }, 'mixed-hold-rate': { type: 'string' },
+  'hot-rate': { type: 'string' }, 'hot-phase-cars': { type: 'string' }, 'stays-rate': { type: 'string' },
   connections: { type: 'string' }, arrivals: { type: 'string' }, 'hot-share': { type: 'string' }, 'hold-window-days': { type: 'string' },
   ttl: { type: 'string' }, 'stale-sample-every': { type: 'string' }, 'floor-seconds': { type: 'string' }, 'floor-clients': { type: 'string' },
   port: { type: 'string' }, 'keep-db': { type: 'boolean' }, 'api-workers': { type: 'string' },
@@ -48,11 +53,13 @@ export function peakArgs(argv: string[]) {
   const rate = (k: string, def: number) => Math.round(num(k, def) * scale);
   const all: Record<string, PhaseSpec['rates']> = {
     holds: { hold: rate('hold-rate', 600), search: 0, stays: 0 },
-    search: { hold: rate('search-hold-rate', 300), search: rate('search-rate', 3000), stays: 0 },
+    mixed: { hold: rate('mixed-hold-rate', 300), search: rate('mixed-search-rate', 3000), stays: 0 },
+    hot: { hold: 0, hotHold: rate('hot-rate', 600), search: 0, stays: 0 },
+    search: { hold: 0, search: rate('search-rate', 6000), stays: 0 },
     stays: { hold: 0, search: 0, stays: rate('stays-rate', 3000) },
   };
-  const names = String(rest.phases ?? 'holds,search,stays').split(',').map((s) => s.trim()).filter(Boolean);
-  for (const n of names) if (!all[n]) throw new Error(`unknown phase ${n} (holds, search, stays)`);
+  const names = String(rest.phases ?? 'holds,mixed,hot,search,stays').split(',').map((s) => s.trim()).filter(Boolean);
+  for (const n of names) if (!all[n]) throw new Error(`unknown phase ${n} (${Object.keys(all).join(', ')})`);
   const arrivals = String(rest.arrivals ?? 'uniform');
   if (arrivals !== 'uniform' && arrivals !== 'poisson') throw new Error('--arrivals is uniform or poisson');
   const port = num('port', 5400);
@@ -65,7 +72,7 @@ export function peakArgs(argv: string[]) {
     searchCacheTtlS: num('ttl', 30), connections: num('connections', 64), arrivals: arrivals as 'uniform' | 'poisson',
     hotShare: num('hot-share', 0.5), holdWindowDays: num('hold-window-days', 365), staleSampleEvery: num('stale-sample-every', 1000),
     floorSeconds: num('floor-seconds', 10), floorClients: num('floor-clients', 16), keepDb: rest['keep-db'] === true,
-    apiWorkers: num('api-workers', 2),
+    apiWorkers: rest['api-workers'] === undefined ? null : num('api-workers', 0), hotPhaseCars: num('hot-phase-cars', 200),
     log: (m: string) => console.log(m),
   };
 }

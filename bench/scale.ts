@@ -2,7 +2,7 @@
  * The cost curve: the same moderate load at growing catalogue sizes, so growth is visible. For each size in
  * --sizes (bookings; default 10000,100000,1000000 — add 10000000 when there is time: its template takes a few
  * minutes to build once), a full bench:peak run with two phases — holds (--hold-rate, default 200/s) and search
- * (--search-rate, default 100/s, with --search-hold-rate 0) — then the hold and search p50/p99, the warm
+ * (--search-rate, default 100/s, searches alone) — then the hold and search p50/p99, the warm
  * EXPLAIN ANALYZE time of each query and the table sizes, as a table and bench/reports/scale-<time>.html.
  *
  *   npm run bench:scale
@@ -27,7 +27,7 @@ async function main() {
   const given = (k: string) => rest.includes(`--${k}`);
   const defaults = [
     ...(given('phases') ? [] : ['--phases', 'holds,search']), ...(given('hold-rate') ? [] : ['--hold-rate', '200']),
-    ...(given('search-rate') ? [] : ['--search-rate', '100']), ...(given('search-hold-rate') ? [] : ['--search-hold-rate', '0']),
+    ...(given('search-rate') ? [] : ['--search-rate', '100']),
     ...(given('floor-seconds') ? [] : ['--floor-seconds', '0']),
   ];
   const rows: { bookings: number; r: PeakResult }[] = [];

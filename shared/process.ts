@@ -4,6 +4,7 @@ import { config } from './config.js';
 import { markStopRequested, onSupervisorExit } from './supervision.js';
 import { collectProcessMetrics } from './metrics/registry.js';
 import { metricsPortOf, serveMetrics } from './metrics/server.js';
+import { watchEventLoop } from './metrics/event-loop.js';
 
 /** True when the module at `url` is the file node was started with (the process's entry point). */
 export const isEntry = (url: string): boolean => process.argv[1] !== undefined && url === pathToFileURL(process.argv[1]).href;
@@ -32,6 +33,7 @@ export function onShutdown(stop: () => Promise<void>, log: (m: string) => void =
  */
 export async function runProcess(name: string, start: () => Promise<() => Promise<void>>): Promise<void> {
   collectProcessMetrics(nameProcess(name));
+  watchEventLoop(logger);
   const port = metricsPortOf(name, config());
   const stopMetrics = port === null ? async () => {} : await serveMetrics(port, logger);
   const stop = await start();

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { ROOT, ensureBuild, envStr, machineNote, sleep } from '../lib.js';
@@ -23,7 +24,8 @@ export interface PhaseSpec {
   name: string;
   warmupS: number;
   steadyS: number;
-  rates: { hold: number; search: number; stays: number };
+  /** hotHold: holds on the hot-car phase's few cars (reported as the stream 'hot hold'). */
+  rates: { hold: number; hotHold?: number; search: number; stays: number };
 }
 
 export interface RunConfig {
@@ -44,8 +46,9 @@ export interface RunConfig {
   floorSeconds: number;
   floorClients: number;
   keepDb: boolean;
-  /** API_WORKERS of the system under test. */
-  apiWorkers: number;
+  /** API_WORKERS of the system under test; null: its default (what a fresh install runs). */
+  apiWorkers: number | null;
+  hotPhaseCars: number;
   log: (m: string) => void;
 }
 
@@ -65,6 +68,32 @@ export interface PhaseResult {
   requests: number;
   /** pg_stat_database of this database over the steady window (transactions, rows, blocks). */
   dbCounters: Record<string, number>;
+  /** The system's "event loop held" warnings (a second whose event-loop delay passed 50 ms) in the steady window. */
+  stalls: Stall[];
+}
+
+export interface Stall { at: number; proc: string; pid: number; maxMs: number; p99Ms: number; gcMs: number; gcMaxMs: number }
+
+/** Per process: seconds held, the worst delay, and the longest GC pause among those seconds. */
+export function summarizeStalls(stalls: readonly Stall[]): string {
+  if (stalls.length === 0) return 'never';
+  const by = new Map<string, Stall[]>();
+  for (const x of stalls) by.set(x.proc, [...(by.get(x.proc) ?? []), x]);
+  return [...by].sort((a, b) => Math.max(...b[1].map((x) => x.maxMs)) - Math.max(...a[1].map((x) => x.maxMs)))
+    .map(([proc, xs]) => `${proc} ${xs.length}× (worst ${Math.max(...xs.map((x) => x.maxMs))} ms, GC pause ≤ ${Math.max(...xs.map((x) => x.gcMaxMs))} ms)`).join('; ');
+}
+
+/** "event loop held" lines of the system's log (pino JSON, perhaps behind the supervisor's prefix). */
+export function readStalls(logFile: string): Stall[] {
+  const out: Stall[] = [];
+  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
+    if (!line.includes('event loop held')) continue;
+    try {
+      const j = JSON.parse(line.slice(line.indexOf('{'))) as Record<string, number | string>;
+      out.push({ at: Number(j.time), proc: String(j.proc), pid: Number(j.pid), maxMs: Number(j.maxMs), p99Ms: Number(j.p99Ms), gcMs: Number(j.gcMs), gcMaxMs: Number(j.gcMaxMs) });
+    } catch { /* not a JSON line */ }
+  }
+  return out;
 }
 
 export interface PeakResult {
@@ -147,17 +176,18 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
     system = await startSystem({
       databaseUrl: url, port: cfg.ports.api, dashboardPort: cfg.ports.dashboard, pspPort: cfg.ports.psp, redisUrl: cfg.redisUrl,
       prefix: cfg.prefix, kafkaPrefix: cfg.kafkaPrefix, kafkaBrokers: cfg.kafkaBrokers, jwtSecret, searchCacheTtlS: cfg.searchCacheTtlS,
-      extra: { API_WORKERS: String(cfg.apiWorkers), METRICS_PORT_BASE: String(metricsPortBase) },
+      extra: { ...(cfg.apiWorkers === null ? {} : { API_WORKERS: String(cfg.apiWorkers) }), METRICS_PORT_BASE: String(metricsPortBase) },
     }, `/tmp/bench-peak-${tag}.log`);
     log(`npm start: pid ${system.pid}, ${system.url}, log ${system.logFile}; processes: ${[...new Set(system.processes().values())].join(', ')}`);
     prometheus = await startPrometheus({ apiPort: cfg.ports.api, dashboardPort: cfg.ports.dashboard, metricsPortBase }, cfg.ports.api + 90, log);
     await sampler.start();
-    const w = workload(cfg.dataset, { hotShare: cfg.hotShare, holdWindowDays: cfg.holdWindowDays, jwtSecret, seed: cfg.dataset.seed });
+    const w = workload(cfg.dataset, { hotShare: cfg.hotShare, holdWindowDays: cfg.holdWindowDays, jwtSecret, seed: cfg.dataset.seed, hotCars: cfg.hotPhaseCars });
     for (const [i, spec] of cfg.phases.entries()) {
       if (i > 0) await sleep(2000);
-      log(`phase ${spec.name}: holds ${spec.rates.hold}/s, searches ${spec.rates.search}/s, stays ${spec.rates.stays}/s; ${spec.warmupS} s warm-up + ${spec.steadyS} s measured`);
+      log(`phase ${spec.name}: holds ${spec.rates.hold}/s, hot-car holds ${spec.rates.hotHold ?? 0}/s, searches ${spec.rates.search}/s, stays ${spec.rates.stays}/s; ${spec.warmupS} s warm-up + ${spec.steadyS} s measured`);
       const streams: StreamSpec[] = [];
       if (spec.rates.hold > 0) streams.push({ name: 'hold', rate: spec.rates.hold, next: w.hold });
+      if ((spec.rates.hotHold ?? 0) > 0) streams.push({ name: 'hot hold', rate: spec.rates.hotHold!, next: w.hotHold });
       if (spec.rates.search > 0) {
         streams.push({
           name: 'search', rate: spec.rates.search, next: w.search, sampleEvery: cfg.staleSampleEvery,
@@ -182,15 +212,17 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
       const stats = load.streams.map((r) => streamStats(r, fromMs, toMs));
       const steadyToEpoch = load.t0Epoch + toMs;
       await sleep(1100); // the sampler's last interval of the window
-      const hold = stats.find((s) => s.name === 'hold');
+      const hold = stats.find((s) => s.name === 'hold' || s.name === 'hot hold');
+      const stalls = readStalls(system.logFile).filter((x) => x.at >= load.t0Epoch + fromMs && x.at < steadyToEpoch + 1000);
       phases.push({
         spec, startEpoch: load.t0Epoch, steadyFromEpoch: load.t0Epoch + fromMs, steadyToEpoch, streams: stats,
         series: Object.fromEntries(load.streams.map((r) => [r.name, perSecond(r)])),
         cpu: sampler.window(load.t0Epoch + fromMs, steadyToEpoch), tool, generatorCores: load.generatorCores,
         holdsCreated: hold ? Math.round(hold.okPerS * spec.steadyS) : 0,
-        requests: stats.reduce((s, x) => s + x.answered, 0), dbCounters: dbDelta,
+        requests: stats.reduce((s, x) => s + x.answered, 0), dbCounters: dbDelta, stalls,
       });
       for (const s of stats) log(`  ${s.name}: ${s.answeredPerS.toFixed(0)}/s answered (${s.okPerS.toFixed(0)}/s 2xx), p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms; ${s.outcomes.map(([k, n]) => `${k}×${n}`).join(' ')}`);
+      log(`  event loop held > 50 ms: ${summarizeStalls(stalls)}`);
     }
     await staleness.done();
     if (prometheus) {

@@ -3,6 +3,8 @@
  *  - hold: POST /bookings for a car, a fresh customer each (so the 3-per-15-min limiter never refuses); the car is
  *    one of the popular ones with probability `hotShare`, else any; the period starts on a whole hour 1 h to
  *    `holdWindowDays` ahead and lasts 1–72 h. Conflicts (409 CAR_UNAVAILABLE) are expected and reported.
+ *  - hot hold (the hot-car phase): the same, on the first `hotCars` (200) popular cars only, with periods in the next
+ *    `hotWindowDays` (14): the seed's "few hundred popular cars" at a peak, mostly 409 CAR_UNAVAILABLE once taken.
  *  - search: GET /cars, a random city (weighted by its share of cars), start any whole hour in the next 90 days,
  *    1–7 days long, limit 50: many keys, not one hot one.
  *  - stays: GET /hotels/availability, a random city, check-in in the next 180 days, 1–7 nights, 1 room (70 %) or 2.
@@ -13,6 +15,9 @@ import type { Req } from './loadgen.js';
 
 export interface WorkloadOptions {
   hotShare: number;
+  /** The hot-car phase's cars (the first of the popular ones) and how far ahead its periods start. */
+  hotCars?: number;
+  hotWindowDays?: number;
   holdWindowDays: number;
   jwtSecret: string;
   seed: number;
@@ -26,17 +31,23 @@ export function workload(d: DatasetOptions, w: WorkloadOptions) {
   const hot: number[] = [];
   for (let id = 1; id <= d.cars; id++) if (isHotCar(d, id)) hot.push(id);
   let customer = 10_000_000 + int(rng, 0, 1_000_000) * 100;
+  const few = hot.slice(0, w.hotCars ?? 200);
+  const holdOn = (carId: number, windowDays: number): Req => {
+    const from = nextHour() + int(rng, 1, windowDays * DAY_H) * HOUR_MS;
+    const to = from + int(rng, 1, 72) * HOUR_MS;
+    const token = signJwt(w.jwtSecret, { sub: String(customer++), role: 'customer' });
+    return {
+      method: 'POST', path: '/bookings',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ carId, from: isoHour(from), to: isoHour(to) }),
+    };
+  };
   return {
     hold(): Req {
-      const carId = hot.length && float(rng) < w.hotShare ? hot[int(rng, 0, hot.length - 1)]! : int(rng, 1, d.cars);
-      const from = nextHour() + int(rng, 1, w.holdWindowDays * DAY_H) * HOUR_MS;
-      const to = from + int(rng, 1, 72) * HOUR_MS;
-      const token = signJwt(w.jwtSecret, { sub: String(customer++), role: 'customer' });
-      return {
-        method: 'POST', path: '/bookings',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ carId, from: isoHour(from), to: isoHour(to) }),
-      };
+      return holdOn(hot.length && float(rng) < w.hotShare ? hot[int(rng, 0, hot.length - 1)]! : int(rng, 1, d.cars), w.holdWindowDays);
+    },
+    hotHold(): Req {
+      return holdOn(few.length ? few[int(rng, 0, few.length - 1)]! : int(rng, 1, d.cars), w.hotWindowDays ?? 14);
     },
     search(): Req {
       const city = pickWeighted(rng, CITIES).name;

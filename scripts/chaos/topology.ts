@@ -140,6 +140,8 @@ async function build(o: TopologyOptions, undo: (() => Promise<unknown>)[]) {
     METRICS_PORT: '0', SEARCH_INDEX: 'off', SEARCH_CACHE_TTL_S: '0', KAFKAJS_NO_PARTITIONER_WARNING: '1',
     // A killed worker's job is taken up again within seconds (BullMQ's lock and stalled check), as are leases.
     QUEUE_PREFIX: 'bull', JOB_LOCK_S: '5', LEASE_S: '10',
+    // One process per API port: the faults are aimed at that process (API_WORKERS would fork workers behind it).
+    API_WORKERS: '1',
   };
   const procs: Proc[] = [];
   apiPorts.forEach((port, i) => procs.push(supervise(o.root, o.runDir, 'api', i + 1, 'api/server.ts', { ...env, PORT: String(port) })));

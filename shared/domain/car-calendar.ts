@@ -26,6 +26,9 @@ interface Entry {
   ids: number[];
 }
 
+const sameCar = (a: IndexedCar, b: IndexedCar) => a.plate === b.plate && a.model === b.model && a.city === b.city
+  && a.dailyPrice === b.dailyPrice && a.depositAmount === b.depositAmount && a.currency === b.currency && a.turnaroundMinutes === b.turnaroundMinutes;
+
 const byPriceThenId = (a: Entry, b: Entry) => a.car.dailyPrice - b.car.dailyPrice || a.car.id - b.car.id;
 
 /** Index of the first interval whose end is after `t` (intervals sorted, disjoint). */
@@ -49,26 +52,17 @@ export class CarCalendar {
   /** The highest car id known (new cars are read after it). */
   maxCarId = 0;
 
-  /** Replaces the catalogue; the intervals of cars still present are kept. */
+  /**
+   * Replaces the catalogue at once (the first build, before the calendar answers): cars no longer listed go with
+   * their intervals; the intervals of cars still present are kept. O(cars log cars).
+   */
   setCars(cars: readonly IndexedCar[]): void {
     const seen = new Set(cars.map((c) => c.id));
-    for (const [id, e] of this.cars) {
-      if (seen.has(id)) continue;
-      for (const b of e.ids) this.bookings.delete(b);
-      this.cars.delete(id);
-    }
-    this.addCars(cars);
-  }
-
-  /** Adds or updates cars, keeping every other. */
-  addCars(cars: readonly IndexedCar[]): void {
+    for (const id of [...this.cars.keys()]) if (!seen.has(id)) this.dropCar(id);
     for (const car of cars) {
       const e = this.cars.get(car.id);
-      const { turnaroundMinutes: _t, ...answer } = car;
-      if (e) {
-        e.car = car;
-        e.answer = answer;
-      } else this.cars.set(car.id, { car, answer, lo: [], hi: [], ids: [] });
+      if (e) this.setCar(e, car);
+      else this.cars.set(car.id, this.entry(car));
       this.maxCarId = Math.max(this.maxCarId, car.id);
     }
     const byCity = new Map<string, Entry[]>();
@@ -79,6 +73,86 @@ export class CarCalendar {
     }
     for (const list of byCity.values()) list.sort(byPriceThenId);
     this.byCity = byCity;
+  }
+
+  /**
+   * Adds or updates one car, keeping every other: O(log n) to find its place in its city's price order, plus the
+   * shift of one array (no re-sort of the catalogue: this runs on the API's event loop between requests).
+   */
+  upsertCar(car: IndexedCar): void {
+    const e = this.cars.get(car.id);
+    this.maxCarId = Math.max(this.maxCarId, car.id);
+    // Unchanged (a rebuild reads every car again): the live objects stay, nothing new to collect.
+    if (e && sameCar(e.car, car)) return;
+    if (!e) {
+      const n = this.entry(car);
+      this.cars.set(car.id, n);
+      this.place(n);
+      return;
+    }
+    const moved = e.car.city !== car.city || e.car.dailyPrice !== car.dailyPrice;
+    if (moved) this.unplace(e);
+    this.setCar(e, car);
+    if (moved) this.place(e);
+  }
+
+  /** Cars not in `keep` leave the calendar with their intervals (a rebuild's catalogue). */
+  retainCars(keep: ReadonlySet<number>): void {
+    for (const id of [...this.cars.keys()]) if (!keep.has(id)) this.dropCar(id);
+  }
+
+  /** Every car id in the calendar. */
+  carIds(): number[] {
+    return [...this.cars.keys()];
+  }
+
+  private entry(car: IndexedCar): Entry {
+    const { turnaroundMinutes: _t, ...answer } = car;
+    return { car, answer, lo: [], hi: [], ids: [] };
+  }
+
+  private setCar(e: Entry, car: IndexedCar): void {
+    const { turnaroundMinutes: _t, ...answer } = car;
+    e.car = car;
+    e.answer = answer;
+  }
+
+  /** Where `e` goes in its city's list: the first entry ordered after it. */
+  private slot(list: readonly Entry[], e: Entry): number {
+    let a = 0;
+    let b = list.length;
+    while (a < b) {
+      const m = (a + b) >>> 1;
+      if (byPriceThenId(list[m]!, e) < 0) a = m + 1;
+      else b = m;
+    }
+    return a;
+  }
+
+  private place(e: Entry): void {
+    let list = this.byCity.get(e.car.city);
+    if (!list) this.byCity.set(e.car.city, (list = []));
+    list.splice(this.slot(list, e), 0, e);
+  }
+
+  private unplace(e: Entry): void {
+    const list = this.byCity.get(e.car.city);
+    if (!list) return;
+    const i = this.slot(list, e);
+    if (list[i] === e) list.splice(i, 1);
+    else {
+      const j = list.indexOf(e);
+      if (j >= 0) list.splice(j, 1);
+    }
+    if (list.length === 0) this.byCity.delete(e.car.city);
+  }
+
+  private dropCar(id: number): void {
+    const e = this.cars.get(id);
+    if (!e) return;
+    this.unplace(e);
+    for (const b of e.ids) this.bookings.delete(b);
+    this.cars.delete(id);
   }
 
   hasCar(carId: number): boolean {
@@ -108,7 +182,15 @@ export class CarCalendar {
   load(carId: number, intervals: readonly (readonly number[])[]): boolean {
     const e = this.cars.get(carId);
     if (!e) return false;
+    // Unchanged (most cars, between two rebuilds): nothing allocated, nothing for the collector to copy.
+    if (intervals.length === e.ids.length && intervals.every((t, i) => t[0] === e.ids[i] && t[1] === e.lo[i] && t[2] === e.hi[i])) return true;
     for (const b of e.ids) this.bookings.delete(b);
+    // A booking is on one car at most: read by pages at different moments, a booking moved by a change may come
+    // on its new car while the old one still lists it (the tail then replays the change).
+    for (const t of intervals) {
+      const other = this.bookings.get(t[0]!);
+      if (other !== undefined && other !== carId) this.remove(t[0]!);
+    }
     e.ids = intervals.map((t) => t[0]!);
     e.lo = intervals.map((t) => t[1]!);
     e.hi = intervals.map((t) => t[2]!);

@@ -1,17 +1,21 @@
-import { CarCalendar } from '../domain/car-calendar.js';
+import { CarCalendar, type IndexedCar } from '../domain/car-calendar.js';
 import { StayCalendar } from '../domain/stay-calendar.js';
 import type { PreparedDb } from '../db/prepared.js';
 import {
-  ledgerHead, loadCarIntervals, loadCars, loadNights, loadRoomTypes, newCars, newRoomTypes, outboxHead, tailCalendarChanges, tailNightChanges,
-  tuples, xidsOfOtherDatabases, type CalendarChange, type Snapshot, type TailRead,
+  carsById, catalogueHead, eachPair, ledgerHead, loadCarIntervals, loadCars, loadNights, loadRoomTypes, newRoomTypes, outboxHead, tailCalendarChanges,
+  tailCatalogue, tailNightChanges, tuples, xidsOfOtherDatabases, type CalendarChange, type Snapshot, type TailRead,
 } from '../db/search-feed.js';
 import { logger } from '../logger.js';
 import { TailCursor, ended } from './tail-cursor.js';
+import { reloadCars, reloadNights } from './reload.js';
 
-// The API's in-memory search indexes: the car calendars (fed from the outbox's booking events) and the free
-// rooms per night (fed from the inventory ledger), polled every `pollMs`. A search reads them only while their
-// last successful poll is younger than `maxAgeMs` (below SEARCH_CACHE_TTL_S); otherwise it falls back to SQL.
-// Every `rebuildEveryMs` they are rebuilt from the tables, a safety net for any change not in the feeds.
+// The API's in-memory search indexes: the car calendars (fed from the outbox's booking events, the catalogue from
+// the cars' catalogue_version) and the free rooms per night (fed from the inventory ledger), polled every `pollMs`.
+// A search reads them only while their last successful poll is younger than `maxAgeMs` (below SEARCH_CACHE_TTL_S);
+// otherwise it falls back to SQL. Every `rebuildEveryMs` they are reloaded from the tables in place, a safety net
+// for any change not in the feeds. Everything here runs on the API's event loop, between requests: no step may
+// cost O(cars) at once (a reload of 20,000 cars and a re-sort held every request for 60–200 ms); bulk work is
+// done in slices of a few ms (`inSlices`), and the catalogue follows the changed cars only.
 
 export interface SearchIndexOptions {
   pollMs: number;
@@ -32,17 +36,6 @@ const DAY_MS = 86_400_000;
 
 type HeldChange = Extract<CalendarChange, { kind: 'held' | 'changed' }>;
 
-/**
- * Runs `fn` over the items, yielding to the event loop every few hundred: a rebuild parses ~9 MB of text at
- * 1 M bookings, which done at once would hold every request of this API process for 100+ ms.
- */
-async function inSlices<T>(items: readonly T[], fn: (item: T) => void, slice = 500): Promise<void> {
-  for (let i = 0; i < items.length; i++) {
-    fn(items[i]!);
-    if (i % slice === slice - 1) await new Promise((r) => setImmediate(r));
-  }
-}
-
 /** One index, its feed and its timers. */
 interface Feed<C> {
   name: string;
@@ -55,6 +48,8 @@ interface Feed<C> {
 
 export class SearchIndexes {
   private readonly carFeed: Feed<CarCalendar> = { name: 'cars', calendar: null, cursor: new TailCursor(0), syncedAt: 0, rebuildAt: 0, catalogueAt: 0 };
+  /** Where the car catalogue's feed (cars by catalogue_version) resumes. */
+  private catalogueCursor = new TailCursor(0);
   private readonly stayFeed: Feed<StayCalendar> = { name: 'stays', calendar: null, cursor: new TailCursor(0), syncedAt: 0, rebuildAt: 0, catalogueAt: 0 };
   /** Nights before this day are not in the stay index (they are history): such searches go to SQL. */
   private stayFromDay = Infinity;
@@ -141,24 +136,26 @@ export class SearchIndexes {
     const now = Date.now();
     if (!f.calendar || now >= f.rebuildAt) {
       const start = await this.settledHead(outboxHead);
-      const cal = new CarCalendar();
-      cal.setCars(await loadCars(this.db));
-      await inSlices(await loadCarIntervals(this.db), (r) => cal.load(r.carId, tuples(r.list)));
+      const catalogueStart = await this.settledHead(catalogueHead);
+      // The first build fills a calendar nobody reads yet; later rebuilds work on the live one in place, in slices
+      // (see rebuildCars), so no request waits for them and no old calendar is left to the garbage collector.
+      const cal = f.calendar ?? new CarCalendar();
+      await reloadCars(this.db, cal, !f.calendar);
       const cursor = new TailCursor(start);
+      this.catalogueCursor = new TailCursor(catalogueStart);
+      await this.readTail(this.catalogueCursor, (after, limit) => tailCatalogue(this.db, after, limit), (r) => this.applyCatalogue(cal, r.entries));
       const syncedAt = await this.tailCars(cal, cursor);
-      Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs, catalogueAt: now + this.o.catalogueEveryMs });
+      Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs });
       return;
     }
-    if (now >= f.catalogueAt) {
-      f.calendar.setCars(await loadCars(this.db));
-      f.catalogueAt = now + this.o.catalogueEveryMs;
-    } else {
-      // New cars at once (one index probe); one whose id is taken by a transaction still open at that moment
-      // waits for the catalogue reload — within TTL/2.
-      const added = await newCars(this.db, f.calendar.maxCarId);
-      if (added.length) f.calendar.addCars(added);
-    }
-    f.syncedAt = await this.tailCars(f.calendar, f.cursor);
+    const cal = f.calendar;
+    // The cars inserted or updated since the last read (none, most polls: one probe of the version index).
+    await this.readTail(this.catalogueCursor, (after, limit) => tailCatalogue(this.db, after, limit), (r) => this.applyCatalogue(cal, r.entries));
+    f.syncedAt = await this.tailCars(cal, f.cursor);
+  }
+
+  private applyCatalogue(cal: CarCalendar, cars: readonly IndexedCar[]): void {
+    for (const c of cars) cal.upsertCar(c);
   }
 
   private async stayRound(): Promise<void> {
@@ -166,13 +163,14 @@ export class SearchIndexes {
     const now = Date.now();
     if (!f.calendar || now >= f.rebuildAt) {
       const start = await this.settledHead(ledgerHead);
-      const cal = new StayCalendar();
-      cal.setRoomTypes(await loadRoomTypes(this.db));
+      // In place after the first build, as for cars: each night is overwritten with its count as read (nights
+      // are never deleted, so none is left behind), the tail from `start` then brings what changed meanwhile.
+      const cal = f.calendar ?? new StayCalendar();
+      const roomTypes = await loadRoomTypes(this.db);
+      cal.setRoomTypes(roomTypes);
       // Two days back covers "today" in every time zone; earlier nights are history and stay in SQL.
       const fromDay = Math.floor(now / DAY_MS) - 2;
-      await inSlices(await loadNights(this.db, fromDay), (r) => {
-        for (const [day, free] of tuples(r.list)) cal.setNight(r.roomTypeId, day!, free!);
-      });
+      await reloadNights(this.db, cal, roomTypes, fromDay);
       const cursor = new TailCursor(start);
       const syncedAt = await this.readTail(cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
       Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs, catalogueAt: now + this.o.catalogueEveryMs });
@@ -242,12 +240,13 @@ export class SearchIndexes {
     }
   }
 
-  /** Tails the outbox into `cal`; a hold on a car the catalogue does not know yet reloads the catalogue first. */
+  /** Tails the outbox into `cal`; a hold on a car the catalogue feed has not read yet reads that car first. */
   private async tailCars(cal: CarCalendar, cursor: TailCursor): Promise<number> {
     const unknown = new Map<number, HeldChange>();
     const syncedAt = await this.readTail(cursor, (after, limit) => tailCalendarChanges(this.db, after, limit), (r) => this.applyCars(cal, r.entries, unknown));
     if (unknown.size) {
-      cal.setCars(await loadCars(this.db));
+      // A car committed after this round's catalogue read: read just those cars (not the whole catalogue).
+      for (const car of await carsById(this.db, [...new Set([...unknown.values()].map((c) => c.carId))])) cal.upsertCar(car);
       for (const c of unknown.values()) {
         const turnaround = cal.turnaroundMs(c.carId);
         if (turnaround !== null) cal.add(c.bookingId, c.carId, c.from, c.to + turnaround);

@@ -11,6 +11,7 @@ import { availabilityAnswer } from '../../api/schemas/hotels.js';
 import { searchAvailableCars } from '../../shared/db/cars.js';
 import { searchAvailability } from '../../shared/db/hotels.js';
 import { nightsBetween } from '../../shared/domain/nights.js';
+import { SearchIndexes } from '../../shared/search/indexes.js';
 
 // Searches answered from the API's in-memory indexes (SEARCH_CACHE_TTL_S ≥ 2): they follow holds, cancellations and
 // inventory changes within a poll or two, answer exactly what the SQL answers, and miss no event even when a
@@ -64,6 +65,12 @@ async function answeredByIndex(kind: 'cars' | 'stays', run: () => Promise<void>)
   return answered;
 }
 
+async function sqlUpdate(text: string, values: unknown[]): Promise<void> {
+  const c = new pg.Client({ connectionString: h.config.DATABASE_URL });
+  await c.connect();
+  await c.query(text, values).finally(() => c.end());
+}
+
 const hold = (carId: number, from: string, to: string) =>
   h.req('POST', '/bookings', { token: h.token(50_000 + seq++, 'customer'), body: { carId, from, to } });
 
@@ -112,6 +119,65 @@ describe('car search from the in-memory index', () => {
       }
     });
     expect(served, 'searches answered by the index, not by its SQL fallback').toBe(25);
+  });
+
+  it('follows the catalogue car by car: a price or city changed in the table moves the car, a car committed after a later one is not skipped', async () => {
+    const where = `${city}-cat`;
+    const [a, b, c] = [await newCar(100, where), await newCar(200, where), await newCar(300, where)];
+    const [from, to] = [inHours(60), inHours(62)];
+    await waitFor(async () => (await search(from, to, where)).length === 3 && h.searchIndex!.cars() !== null);
+    const sql = new pg.Client({ connectionString: h.config.DATABASE_URL });
+    await sql.connect();
+    try {
+      // An operator's UPDATE (no API route changes a car): within a poll, not at the next rebuild.
+      await sql.query('UPDATE car SET daily_price = 250 WHERE id = $1', [a]);
+      await waitFor(async () => JSON.stringify(await search(from, to, where)) === JSON.stringify([b, a, c]), 3_000);
+      await sql.query('UPDATE car SET city = $2 WHERE id = $1', [c, `${where}-moved`]);
+      await waitFor(async () => (await search(from, to, `${where}-moved`)).includes(c), 3_000);
+      expect(await search(from, to, where)).toEqual([b, a]);
+      // A transaction draws a catalogue version, then stays open while a later update commits a larger one.
+      await sql.query('BEGIN');
+      await sql.query('UPDATE car SET daily_price = 5 WHERE id = $1', [b]);
+      const other = new pg.Client({ connectionString: h.config.DATABASE_URL });
+      await other.connect();
+      await other.query('UPDATE car SET daily_price = 10 WHERE id = $1', [a]).finally(() => other.end());
+      await waitFor(async () => (await search(from, to, where))[0] === a, 3_000);
+      expect(await search(from, to, where)).toEqual([a, b]);
+      await sql.query('COMMIT');
+      await waitFor(async () => JSON.stringify(await search(from, to, where)) === JSON.stringify([b, a]), 3_000);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  it('a rebuild in place (here on every poll) while holds come and go keeps answering what the SQL answers', async () => {
+    const where = `${city}-rebuild`;
+    const cars = await Promise.all([3, 1, 2, 5, 4].map((p) => newCar(p * 100, where)));
+    const idx = new SearchIndexes(h.deps.prepared, { pollMs: 50, maxAgeMs: 5_000, catalogueEveryMs: 5_000, rebuildEveryMs: 0 });
+    idx.start();
+    try {
+      await waitFor(async () => idx.cars() !== null);
+      const taken: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        const start = 24 + ((i * 11) % 60);
+        const r = await hold(cars[i % cars.length]!, inHours(start), inHours(start + 2 + (i % 5)));
+        if (r.status === 201) taken.push(r.json.bookingId);
+        if (i % 3 === 2 && taken.length) {
+          const c = await h.req('POST', `/bookings/${taken.shift()}/cancel`, { token: host(), body: {} });
+          expect(c.status, c.text).toBe(200);
+        }
+        await sqlUpdate('UPDATE car SET daily_price = daily_price + 1 WHERE id = $1', [cars[(i * 3) % cars.length]!]);
+      }
+      for (let k = 0; k < 3; k++) await idx.catchUp(10_000); // a whole rebuild and tail after the last change
+      for (let i = 0; i < 15; i++) {
+        const start = 20 + ((i * 7) % 70);
+        const [from, to] = [new Date(inHours(start)), new Date(inHours(start + 1 + (i % 6)))];
+        const sql = (await searchAvailableCars(h.deps.db, { city: where, from, to, limit: 50 })).map((c) => c.id);
+        expect(idx.cars()!.search(where, from.getTime(), to.getTime(), 50).map((c) => c.id), `${from.toISOString()}–${to.toISOString()}`).toEqual(sql);
+      }
+    } finally {
+      await idx.stop();
+    }
   });
 
   it('misses no event committed after later ones (a smaller outbox id made visible last)', async () => {

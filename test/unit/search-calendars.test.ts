@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { CarCalendar, type IndexedCar } from '../../shared/domain/car-calendar.js';
 import { StayCalendar, dayOf } from '../../shared/domain/stay-calendar.js';
 import { TailCursor } from '../../shared/search/tail-cursor.js';
+import { eachPair, tuples } from '../../shared/db/search-feed.js';
 
 const H = 3_600_000;
 const car = (id: number, city: string, dailyPrice: number, turnaroundMinutes = 60): IndexedCar => ({
@@ -60,6 +61,60 @@ describe('CarCalendar', () => {
     cal.remove(7);
     cal.remove(7);
     expect(cal.search('A', 9 * H, 10 * H, 5)).toEqual([{ id: 1, plate: 'P1', model: 'M', city: 'A', dailyPrice: 5, depositAmount: 10, currency: 'VND' }]);
+  });
+});
+
+describe('CarCalendar catalogue, changed car by car (the catalogue feed and the in-place rebuild)', () => {
+  const order = (cal: CarCalendar, city: string) => cal.search(city, 0, H, 1_000).map((c) => c.id);
+
+  it('upserts (new cars, new prices, new cities) and drops keep the order a full sort of the catalogue gives', () => {
+    fc.assert(fc.property(
+      fc.array(fc.record({ id: fc.integer({ min: 1, max: 15 }), price: fc.integer({ min: 1, max: 4 }), city: fc.constantFrom('A', 'B'), drop: fc.boolean() }), { maxLength: 60 }),
+      (ops) => {
+        const cal = new CarCalendar();
+        const truth = new Map<number, IndexedCar>();
+        for (const o of ops) {
+          if (o.drop && o.price === 1) {
+            truth.delete(o.id);
+            cal.retainCars(new Set(truth.keys()));
+          } else {
+            truth.set(o.id, car(o.id, o.city, o.price));
+            cal.upsertCar(car(o.id, o.city, o.price));
+          }
+          const full = new CarCalendar();
+          full.setCars([...truth.values()]);
+          for (const city of ['A', 'B']) expect(order(cal, city)).toEqual(order(full, city));
+        }
+      },
+    ));
+  });
+
+  it('keeps a car\'s intervals through an update that moves it, and a booking on one car only when a reload meets it on another', () => {
+    const cal = new CarCalendar();
+    cal.setCars([car(1, 'A', 5), car(2, 'A', 6)]);
+    cal.add(7, 1, 10 * H, 12 * H);
+    cal.upsertCar(car(1, 'A', 9)); // dearer: now after car 2
+    expect(order(cal, 'A')).toEqual([2, 1]);
+    expect(cal.search('A', 10 * H, 11 * H, 5).map((c) => c.id)).toEqual([2]);
+    // A rebuild reads car 2's page after a change moved booking 7 onto it: it leaves car 1.
+    cal.load(2, [[7, 20 * H, 22 * H]]);
+    expect(cal.size).toEqual({ cars: 2, intervals: 1 });
+    expect(cal.search('A', 10 * H, 11 * H, 5).map((c) => c.id)).toEqual([2, 1]);
+    expect(cal.search('A', 20 * H, 21 * H, 5).map((c) => c.id)).toEqual([1]);
+    cal.remove(7);
+    expect(cal.search('A', 20 * H, 21 * H, 5).map((c) => c.id)).toEqual([2, 1]);
+  });
+});
+
+describe('eachPair', () => {
+  it('reads "a,b;c,d" as the number pairs tuples() reads, negatives included', () => {
+    fc.assert(fc.property(fc.array(fc.tuple(fc.integer({ min: -1000, max: 100_000 }), fc.integer({ min: -5, max: 1_000_000 })), { maxLength: 30 }), (pairs) => {
+      const text = pairs.length ? pairs.map((p) => p.join(',')).join(';') : null;
+      const got: number[][] = [];
+      eachPair(text, (a, b) => got.push([a, b]));
+      expect(got).toEqual(tuples(text));
+      expect(got).toEqual(pairs);
+    }));
   });
 });
 
