@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { redisTls } from './redis-tls.js';
 import { createDb } from './db/pool.js';
 import { createPreparedDb } from './db/prepared.js';
+import { openReadReplica } from './read-replica.js';
 import { PspClient } from './psp/client.js';
 import { pspDuration } from './metrics/work.js';
 import { systemClock, type Clock } from './domain/clock.js';
@@ -25,9 +26,17 @@ export function pspClient(config: Config): PspClient {
  * A process's dependencies. Pools are small: the machine has 2 cores, and two of every process (as the
  * chaos tooling runs them) must stay well below PostgreSQL's max_connections (100). Connections open on demand.
  */
-export async function createDeps(config: Config, opts: { clock?: Clock; poolSize?: number; preparedPoolSize?: number } = {}): Promise<Deps> {
+export async function createDeps(
+  config: Config, opts: { clock?: Clock; poolSize?: number; preparedPoolSize?: number; readReplica?: boolean } = {},
+): Promise<Deps> {
+  const db = await createDb(config.DATABASE_URL, { maximumPoolSize: opts.poolSize ?? 4 });
+  // Only processes that serve stale-tolerant reads (the api) open the replica, and only when one is configured.
+  const replica = opts.readReplica && config.DATABASE_READ_URL
+    ? await openReadReplica(db, config.DATABASE_READ_URL, config.DATABASE_READ_MAX_LAG_S, { poolSize: opts.poolSize })
+    : undefined;
   return {
-    db: await createDb(config.DATABASE_URL, { maximumPoolSize: opts.poolSize ?? 4 }),
+    db,
+    replica,
     prepared: createPreparedDb(config.DATABASE_URL, opts.preparedPoolSize ?? 2),
     clock: opts.clock ?? systemClock,
     config,

@@ -1,4 +1,4 @@
-import { Counter, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { JOB_BUCKETS, LAG_BUCKETS, LATENCY_BUCKETS, processRegistry } from './registry.js';
 
 // Metrics of the work the processes do, observed where it happens (the worker runner, the provider client,
@@ -28,6 +28,15 @@ export const pspDuration = new Histogram({
 /** The outbox pump's throughput (relay_published_events_total before the pump). */
 export const pumpPublished = new Counter({
   name: 'pump_published_events_total', help: 'Outbox events published to Kafka by the pump, by event type', labelNames: ['type'], registers,
+});
+
+/** Reads that could have gone to the read replica (DATABASE_READ_URL) but went to the primary, and why. */
+export const dbReadFallbacks = new Counter({
+  name: 'db_read_fallbacks_total', help: 'Stale-tolerant reads served by the primary instead of the replica, by reason (lagging | down | error)',
+  labelNames: ['reason'], registers,
+});
+export const dbReplicaLag = new Gauge({
+  name: 'db_read_replica_lag_seconds', help: "The read replica's staleness at the last probe (-1: down or unknown)", registers,
 });
 
 /** Counts a batch of outbox rows by their event type into `counter`. */

@@ -3,6 +3,7 @@ import type { PreparedDb } from '../db/prepared.js';
 import type { Clock } from '../domain/clock.js';
 import type { Config } from '../config.js';
 import type { PspClient } from '../psp/client.js';
+import type { ReadReplica } from '../read-replica.js';
 
 export interface Deps {
   db: DatabasePool;
@@ -11,4 +12,6 @@ export interface Deps {
   clock: Clock;
   config: Config;
   psp: PspClient;
+  /** The read replica (DATABASE_READ_URL) for reads that may be stale; see staleRead. */
+  replica?: ReadReplica;
 }
