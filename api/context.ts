@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../shared/redis.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import type { SearchDeps, SearchIndex } from '../shared/usecases/search.js';
 import type { Metrics } from './metrics.js';
@@ -6,7 +6,7 @@ import type { Actor } from '../shared/domain/actor.js';
 
 /** What the API process hands the app. */
 export interface ApiDeps extends Deps {
-  redis: Redis;
+  redis: RedisClient;
   metrics: Metrics;
   /** In-memory search calendars (api/server.ts starts them when SEARCH_CACHE_TTL_S allows). */
   searchIndex?: SearchIndex | null;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../shared/redis.js';
 import { DomainError } from '../shared/domain/errors.js';
 import { logger } from '../shared/logger.js';
 import type { HoldLimiter } from '../shared/usecases/holds.js';

@@ -1,11 +1,11 @@
 import { Gauge } from 'prom-client';
 import type { DatabasePool } from '../shared/db/pool.js';
-import type { Config } from '../shared/config.js';
 import { outboxBacklog } from '../shared/db/outbox.js';
 import { pendingRefundStats } from '../shared/db/refunds.js';
 import { unsentNotificationStats } from '../shared/db/notifications.js';
 import { valueWithin } from '../shared/async.js';
-import { closeQueues, openQueues } from '../shared/queues/queues.js';
+import { JOB_KINDS } from '../shared/domain/jobs.js';
+import type { QueueSet } from '../shared/queues/producer.js';
 import type { Metrics } from './metrics.js';
 
 const SCRAPE_BUDGET_MS = 1000;
@@ -18,15 +18,22 @@ function perScrape<T>(read: () => Promise<T>): () => Promise<T | null> {
   }));
 }
 
+/** The age of a queue's oldest waiting job, from the time it was due (its data's dueAt; else when it was added). */
+async function oldestWaitingAgeSeconds(queue: QueueSet[keyof QueueSet]): Promise<number> {
+  const [oldest] = await queue.getJobs(['wait'], 0, 0, true);
+  if (!oldest) return 0;
+  const due = typeof (oldest.data as { dueAt?: unknown })?.dueAt === 'number' ? (oldest.data as { dueAt: number }).dueAt : oldest.timestamp;
+  return Math.max(0, (Date.now() - due) / 1000);
+}
+
 /**
  * The state behind the work, read from PostgreSQL and Redis when Prometheus scrapes the api (never on the
- * request path, each read within 1 s): queue depths, the outbox backlog and the age of its oldest event,
- * pending refunds, unsent notifications. Served by the api so a stalled pump or worker still shows its backlog.
- * A failed read leaves the previous values (the scrape itself never fails).
+ * request path, each read within 1 s): per queue the waiting, delayed, active and failed jobs and the age of the
+ * oldest waiting one; the outbox backlog and the age of its oldest event; pending refunds; unsent notifications.
+ * Served by the api so a stalled pump or worker still shows its backlog. A failed read leaves the previous values
+ * (the scrape itself never fails). `queues`: the api's producers (null: no queue gauges).
  */
-export function registerOpsGauges(metrics: Metrics, db: DatabasePool, config: Config): () => Promise<void> {
-  const queues = openQueues(config);
-  for (const q of Object.values(queues)) q.on('error', () => {}); // a Redis outage shows as stale gauges, not a crash
+export function registerOpsGauges(metrics: Metrics, db: DatabasePool, queues: QueueSet | null): void {
   const registers = [metrics.registry];
   const gauge = <T>(name: string, help: string, read: () => Promise<T | null>, value: (v: T) => number) =>
     new Gauge({ name, help, registers, async collect() {
@@ -35,11 +42,23 @@ export function registerOpsGauges(metrics: Metrics, db: DatabasePool, config: Co
     } });
 
   new Gauge({
-    name: 'queue_depth', help: 'Jobs per queue and state (waiting, active, delayed, failed)', labelNames: ['queue', 'state'], registers,
+    name: 'queue_depth', help: 'Jobs per queue (hash tag dropped) and state (waiting, active, delayed, failed)', labelNames: ['queue', 'state'], registers,
     async collect() {
-      await Promise.all(Object.values(queues).map(async (q) => {
-        const counts = await valueWithin(q.getJobCounts('waiting', 'active', 'delayed', 'failed'), SCRAPE_BUDGET_MS);
-        for (const [state, n] of Object.entries(counts ?? {})) this.set({ queue: q.name, state }, n);
+      if (!queues) return;
+      await Promise.all(JOB_KINDS.map(async (kind) => {
+        const counts = await valueWithin(queues[kind].getJobCounts('waiting', 'active', 'delayed', 'failed'), SCRAPE_BUDGET_MS);
+        for (const [state, n] of Object.entries(counts ?? {})) this.set({ queue: kind, state }, n);
+      }));
+    },
+  });
+  new Gauge({
+    name: 'queue_oldest_waiting_age_seconds', help: 'Per queue, how long the oldest waiting job has waited since it was due (0: none waiting)',
+    labelNames: ['queue'], registers,
+    async collect() {
+      if (!queues) return;
+      await Promise.all(JOB_KINDS.map(async (kind) => {
+        const age = await valueWithin(oldestWaitingAgeSeconds(queues[kind]), SCRAPE_BUDGET_MS);
+        if (age !== null) this.set({ queue: kind }, age);
       }));
     },
   });
@@ -53,5 +72,4 @@ export function registerOpsGauges(metrics: Metrics, db: DatabasePool, config: Co
   const notifications = perScrape(() => unsentNotificationStats(db));
   gauge('notifications_unsent', 'Notifications (sms, push) written with their event and not sent yet', notifications, (n) => n.unsent);
   gauge('notifications_unsent_oldest_age_seconds', 'Age of the oldest unsent notification (0: none)', notifications, (n) => n.oldestAgeSeconds);
-  return () => closeQueues(queues);
 }

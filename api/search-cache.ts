@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisClient as Redis } from '../shared/redis.js';
 import type { Metrics } from './metrics.js';
 import type { SearchCache } from '../shared/usecases/search.js';
 

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { parseConfig } from '../shared/config.js';
-import { createDeps, requestRedis } from '../shared/runtime.js';
+import { closeDeps, createDeps } from '../shared/runtime.js';
+import { redisClient } from '../shared/redis.js';
 import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import { startSearchIndexes } from '../shared/search/start.js';
@@ -19,10 +20,10 @@ async function runApi(): Promise<void> {
     const config = parseConfig();
     // The hold's one statement runs on the prepared pool; the slonik pool serves the rest of the API.
     const deps = await createDeps(config, { poolSize: 6, preparedPoolSize: 8, readReplica: true });
-    const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+    const redis = redisClient(config, 'request', { keyPrefix: config.REDIS_KEY_PREFIX });
     redis.on('error', () => {});
     const metrics = createMetrics();
-    const closeGauges = registerOpsGauges(metrics, deps.db, config);
+    registerOpsGauges(metrics, deps.db, deps.producers?.queues ?? null);
     const searchIndex = startSearchIndexes(deps.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
     // Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
     let inFlight = 0;
@@ -44,12 +45,9 @@ async function runApi(): Promise<void> {
       await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_S * 1000));
       await new Promise<void>((resolve) => server.close(() => resolve()));
       for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-      await closeGauges();
       await searchIndex?.stop();
       redis.disconnect();
-      await deps.replica?.close();
-      await deps.db.end();
-      await deps.prepared.end();
+      await closeDeps(deps);
     };
   });
 }

@@ -4,8 +4,8 @@
  *   npm run bench:expiry
  *   HOLDS=200 HOLD_TTL_S=3 npm run bench:expiry        # quick smoke run
  *
- * Runs in this process, as test/helpers/harness.ts does: the expiry process's PostgreSQL loops (workers/expiry.ts:
- * claim due holds, expire them). HOLDS holds are made
+ * Runs in this process, as test/helpers/harness.ts does: the expiry process's BullMQ workers and reconciler
+ * (workers/expiry.ts: each hold's job, delayed to holdExpiresAt, expires it). HOLDS holds are made
  * through the holdBooking use case (DB + outbox, no HTTP), evenly over SPREAD_S seconds, so their
  * holdExpiresAt (= creation + HOLD_TTL_S) are spread the same way.
  *
@@ -14,11 +14,10 @@
  */
 import pg from 'pg';
 import { parseConfig } from '../shared/config.js';
-import { createDeps } from '../shared/runtime.js';
+import { closeDeps, createDeps } from '../shared/runtime.js';
 import { holdBooking } from '../shared/usecases/holds.js';
-import type { WorkerDeps } from '../workers/runner.js';
-import { startExpiryLoops } from '../workers/expiry.js';
-import { openQueues } from '../shared/queues/queues.js';
+import { kindsOf } from '../shared/queues/registry.js';
+import { startWork, type RunningWork } from '../workers/lib/worker-process.js';
 import {
   cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, sleep, summarize, verdict,
 } from './lib.js';
@@ -41,21 +40,16 @@ async function main() {
     DATABASE_URL: db.url, REDIS_URL, QUEUE_PREFIX: `be${tag}`, REDIS_KEY_PREFIX: `be${tag}:`,
     HOLD_TTL_S: String(HOLD_TTL_S), PSP_URL: 'http://127.0.0.1:9', LOG_LEVEL: 'warn',
   });
-  const base = await createDeps(config);
-  const queues = openQueues(config);
-  const deps: WorkerDeps = { ...base, queues };
-  let expiryLoops: { stop(): Promise<void> } | null = null;
+  const deps = await createDeps(config, { poolSize: 8 });
+  const queues = deps.producers!.queues;
+  let work: RunningWork | null = null;
   const sqlPool = new pg.Pool({ connectionString: db.url, max: 2 });
 
   const cleanup = cleanupOnSignal(async () => {
-    await expiryLoops?.stop().catch(() => {});
-    for (const q of Object.values(queues)) {
-      await q.obliterate({ force: true }).catch(() => {});
-      await q.close().catch(() => {});
-    }
+    await work?.stop().catch(() => {});
+    for (const q of Object.values(queues)) await q.obliterate({ force: true }).catch(() => {});
     await sqlPool.end().catch(() => {});
-    await base.db.end().catch(() => {});
-    await base.prepared.end().catch(() => {});
+    await closeDeps(deps).catch(() => {});
     await db.drop();
   });
 
@@ -64,7 +58,7 @@ async function main() {
       INSERT INTO car (host_id, plate, model, city, daily_price, deposit_amount, currency, turnaround_minutes)
       SELECT 1, 'EXP-' || g, 'Model', 'Hanoi', 500000, 2000000, 'VND', 120 FROM generate_series(1, $1::int) g`, [HOLDS]);
 
-    expiryLoops = startExpiryLoops(deps);
+    work = startWork(deps, kindsOf('expiry'));
     await sleep(500); // let the workers come up
 
     // One hold per car, evenly over SPREAD_S seconds; a hold's due time is when it is created, not when a slot frees.
@@ -154,7 +148,7 @@ async function main() {
     const dueSpan = (byDue[byDue.length - 1]!.due - byDue[0]!.due) / 1000;
     console.log(`  (diag) first 10% due: lag p50 ${fmt(first.p50, 0)} ms, last 10% due: lag p50 ${fmt(last.p50, 0)} ms` +
       ` — holds fell due over ${fmt(dueSpan, 2)}s (${fmt(byDue.length / dueSpan, 0)}/s) and expired over ${fmt(expiredSpan, 2)}s (${fmt(byDue.length / expiredSpan, 0)}/s)`);
-    console.log(`  (diag) this process (expiry loops) used ${fmt((cpu.user + cpu.system) / 1e6 / windowS, 2)} cores during the ${fmt(windowS, 1)}s expiry window,` +
+    console.log(`  (diag) this process (expiry workers) used ${fmt((cpu.user + cpu.system) / 1e6 / windowS, 2)} cores during the ${fmt(windowS, 1)}s expiry window,` +
       ` ${fmt((cpu.user + cpu.system) / 1000 / Math.max(1, byDue.length), 2)} ms CPU per expired hold`);
     const missing = expiresAt.size - ev.n;
     console.log(`\nholds: ${expiresAt.size} created, ${ev.n} expired, ${missing} not expired within ${WAIT_S}s of the last holdExpiresAt` +

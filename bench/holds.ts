@@ -320,7 +320,7 @@ async function main() {
     api = await startApi({
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `b${tag}`,
       ...secrets,
-      LOG_LEVEL: 'warn', NODE_ENV: 'production',
+      LOG_LEVEL: 'warn', NODE_ENV: 'production', NOTIFY_WEBHOOK_URL: 'none',
       SEARCH_CACHE_TTL_S: '0',
     }, tag);
     console.log(`api: pid ${api.child.pid} on ${api.url} (log ${api.logFile})`);

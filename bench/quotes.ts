@@ -120,7 +120,7 @@ async function main() {
     api = await startApiProcess(API_ENTRY, {
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `bq${tag}`,
       ...secrets,
-      LOG_LEVEL: 'warn', NODE_ENV: 'production',
+      LOG_LEVEL: 'warn', NODE_ENV: 'production', NOTIFY_WEBHOOK_URL: 'none',
     }, `/tmp/bench-quotes-api-${tag}.log`, API_NODE_ARGS);
     console.log(`\ndb ${db.name}; api pid ${api.child.pid} on ${api.url} (${API_ENTRY}; log ${api.logFile})`);
 

@@ -201,7 +201,7 @@ async function main() {
     api = await startApi({
       DATABASE_URL: db.url, REDIS_URL: REDIS_BASE, REDIS_KEY_PREFIX: redisPrefix, QUEUE_PREFIX: `bs${tag}`,
       ...secrets,
-      LOG_LEVEL: 'warn', NODE_ENV: 'production',
+      LOG_LEVEL: 'warn', NODE_ENV: 'production', NOTIFY_WEBHOOK_URL: 'none',
       SEARCH_CACHE_TTL_S: '0', HOLD_RATE_LIMIT: '1000000000', HOLD_RATE_WINDOW_S: '60',
     }, tag);
     console.log(`db ${db.name}; api pid ${api.child.pid} on ${api.url} (${API_ENTRY}; log ${api.logFile})`);

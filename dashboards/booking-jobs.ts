@@ -1,11 +1,10 @@
-import type { Job, JobType, Queue } from 'bullmq';
+import type { QueueSet } from '../shared/queues/producer.js';
+import { jobIdOf, type JobRequest } from '../shared/domain/jobs.js';
 
-// The booking's jobs in bull-board, for the operator page: the one place that knows how to find them.
-//
-// Today it asks every registered queue for its jobs (up to PER_STATE of each state) and keeps those whose data
-// names the booking (`bookingId`), which works whatever the job ids are. Once job ids are computed from
-// PostgreSQL rows (`{kind}-{key}-g{gen}`, the gen kept on the row), this function can look each one up by id
-// instead: a change of this file only.
+// The booking's jobs in bull-board, for the operator page: the one place that knows how to find them. Job ids are
+// computed from the PostgreSQL rows (`{kind}-{key}-g{gen}`, CONTRACT "Jobs"), so each one is looked up by id, for
+// every generation the row has had (an earlier one may have ended failed and still be retained): no queue is
+// scanned, however many jobs it holds.
 
 export interface BookingJob {
   queue: string;
@@ -17,27 +16,21 @@ export interface BookingJob {
   url: string;
 }
 
-const STATES: JobType[] = ['active', 'waiting', 'delayed', 'prioritized', 'waiting-children', 'failed', 'completed'];
-const PER_STATE = 500;
-
 /** bull-board's URL of a job: /admin/queues/queue/<queue name>/<job id>, each part URL-encoded. */
 export const jobUrl = (queue: string, jobId: string) => `/admin/queues/queue/${encodeURIComponent(queue)}/${encodeURIComponent(jobId)}`;
 
-const namesBooking = (job: Job, bookingId: number) => {
-  const data = job.data as { bookingId?: unknown } | null;
-  return data !== null && typeof data === 'object' && Number(data.bookingId) === bookingId;
-};
+/** Past this many generations of one row only the latest are looked up (a poison job re-armed again and again). */
+const MAX_GENERATIONS = 20;
 
-export async function bookingJobs(queues: readonly Queue[], bookingId: number): Promise<BookingJob[]> {
-  const found: BookingJob[] = [];
-  for (const queue of queues) {
-    for (const state of STATES) {
-      const jobs = await queue.getJobs([state], 0, PER_STATE - 1);
-      for (const job of jobs) {
-        if (!job?.id || !namesBooking(job, bookingId)) continue;
-        found.push({ queue: queue.name, id: job.id, name: job.name, state, attemptsMade: job.attemptsMade, url: jobUrl(queue.name, job.id) });
-      }
-    }
-  }
-  return found;
+export async function bookingJobs(queues: QueueSet, keys: readonly JobRequest[]): Promise<BookingJob[]> {
+  const ids = keys.flatMap((k) => {
+    const gens = Array.from({ length: Math.min(k.gen + 1, MAX_GENERATIONS) }, (_, i) => k.gen - i).reverse();
+    return gens.map((gen) => ({ queue: queues[k.kind], id: jobIdOf({ ...k, gen }) }));
+  });
+  const found = await Promise.all(ids.map(async ({ queue, id }): Promise<BookingJob | null> => {
+    const job = await queue.getJob(id);
+    if (!job) return null;
+    return { queue: queue.name, id, name: job.name, state: await job.getState(), attemptsMade: job.attemptsMade, url: jobUrl(queue.name, id) };
+  }));
+  return found.filter((j): j is BookingJob => j !== null);
 }

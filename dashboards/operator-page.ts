@@ -1,10 +1,10 @@
 import Router from '@koa/router';
 import type Koa from 'koa';
-import type { Queue } from 'bullmq';
+import type { QueueSet } from '../shared/queues/producer.js';
 import type { Deps } from '../shared/usecases/deps.js';
 import { DomainError } from '../shared/domain/errors.js';
 import { parseIdText } from '../shared/domain/ids.js';
-import { bookingSearchOf, bookingStory, findBookings } from '../shared/usecases/operator.js';
+import { bookingJobRequests, bookingSearchOf, bookingStory, findBookings } from '../shared/usecases/operator.js';
 import { bookingJobs, type BookingJob } from './booking-jobs.js';
 import { bookingPage, notFoundPage, searchPage } from './operator-html.js';
 import { logger } from '../shared/logger.js';
@@ -30,17 +30,18 @@ function html(ctx: Koa.Context, status: number, body: string) {
 const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
 
 /** The booking's jobs, or null when the queues do not answer in time (Redis down must not take the page down). */
-async function jobsOf(queues: readonly Queue[], bookingId: number): Promise<BookingJob[] | null> {
+async function jobsOf(deps: Deps, queues: QueueSet, bookingId: number): Promise<BookingJob[] | null> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), JOBS_TIMEOUT_MS)));
   try {
-    return await Promise.race([bookingJobs(queues, bookingId).catch(() => null), timeout]);
+    const keys = await bookingJobRequests(deps, bookingId);
+    return await Promise.race([bookingJobs(queues, keys).catch(() => null), timeout]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-export function operatorPages(openDeps: () => Promise<Deps>, queues: readonly Queue[]): Koa.Middleware {
+export function operatorPages(openDeps: () => Promise<Deps>, queues: QueueSet): Koa.Middleware {
   const router = new Router();
 
   router.get('/admin/bookings', async (ctx) => {
@@ -62,8 +63,9 @@ export function operatorPages(openDeps: () => Promise<Deps>, queues: readonly Qu
     const id = parseIdText(ctx.params.id);
     if (id === null) return html(ctx, 404, notFoundPage(`No booking ${ctx.params.id}.`));
     try {
-      const { booking, timeline } = await bookingStory(await openDeps(), id, { limit: PAGE_LIMIT, cursor: text(ctx.query.cursor) });
-      html(ctx, 200, bookingPage(booking, timeline, await jobsOf(queues, id), `/admin/bookings/${id}`));
+      const deps = await openDeps();
+      const { booking, timeline } = await bookingStory(deps, id, { limit: PAGE_LIMIT, cursor: text(ctx.query.cursor) });
+      html(ctx, 200, bookingPage(booking, timeline, await jobsOf(deps, queues, id), `/admin/bookings/${id}`));
     } catch (e) {
       if (e instanceof DomainError && e.code === 'NOT_FOUND') return html(ctx, 404, notFoundPage(`No booking ${id}.`));
       if (e instanceof DomainError && e.code === 'VALIDATION') return html(ctx, 400, notFoundPage(e.message));

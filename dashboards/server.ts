@@ -6,10 +6,12 @@ import { KoaAdapter } from '@bull-board/koa';
 import { parseConfig, type Config } from '../shared/config.js';
 import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
-import { closeQueues, openQueues } from '../shared/queues/queues.js';
+import { JOB_KINDS } from '../shared/domain/jobs.js';
+import { noJobs, openProducers } from '../shared/queues/producer.js';
+import { QUEUES } from '../shared/queues/registry.js';
 import { sameOriginActions } from './same-origin.js';
 import { processRegistry } from '../shared/metrics/registry.js';
-import { createDeps } from '../shared/runtime.js';
+import { closeDeps, createDeps, type ProcessDeps } from '../shared/runtime.js';
 import { operatorPages } from './operator-page.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -34,35 +36,49 @@ const metricsRoute: Koa.Middleware = async (ctx, next) => {
   ctx.body = await processRegistry.metrics();
 };
 
+/** A job's link to its booking's operator page, on the dashboard's own origin (jobs without a booking have none). */
+export function bookingLink(job: { data?: unknown }): { displayText: string; href: string } | undefined {
+  const id = (job.data as { bookingId?: unknown } | undefined)?.bookingId;
+  return typeof id === 'number' && Number.isSafeInteger(id) && id > 0 ? { displayText: `Booking ${id}`, href: `/admin/bookings/${id}` } : undefined;
+}
+
 /**
- * bull-board at /admin/queues and the operator page at /admin/bookings (dashboards/operator-page.ts), both behind
- * HTTP Basic auth and the cross-site rules; /metrics is public.
+ * bull-board at /admin/queues over every queue of the registry, and the operator page at /admin/bookings, both behind
+ * HTTP Basic auth and the cross-site rules (/metrics is public). bull-board shows each queue by its display name
+ * (no hash tag) and description, retries allowed, and each job linked to its booking's operator page. Every action (retry, promote, clean, obliterate) is safe: handlers act only
+ * through their row, and the reconciler re-arms what an operator removed.
  */
 export async function createDashboard(config: Config) {
-  const queues = openQueues(config);
-  // The operator page reads bookings and their stories through the use cases: a small pool, opened on its first
-  // request (bull-board itself needs no PostgreSQL).
-  let deps: ReturnType<typeof createDeps> | null = null;
-  const openDeps = () => (deps ??= createDeps(config, { poolSize: 2, preparedPoolSize: 1 }).catch((e) => {
+  // The dashboard lists and acts on jobs: the reconciler's connection (fails fast, but not within 300 ms).
+  const producers = openProducers(config, 'reconciler');
+  // The operator page (dashboards/operator-page.ts) reads bookings and their stories through the use cases: a small
+  // pool, opened on its first request; it adds no jobs.
+  let deps: Promise<ProcessDeps> | null = null;
+  const openDeps = () => (deps ??= createDeps(config, { poolSize: 2, preparedPoolSize: 1, jobs: noJobs }).catch((e) => {
     deps = null;
     throw e;
   }));
   const serverAdapter = new KoaAdapter();
   serverAdapter.setBasePath('/admin/queues');
-  createBullBoard({ queues: Object.values(queues).map((q) => new BullMQAdapter(q)), serverAdapter });
+  createBullBoard({
+    queues: JOB_KINDS.map((k) => new BullMQAdapter(producers.queues[k], {
+      displayName: QUEUES[k].displayName, description: QUEUES[k].description, allowRetries: true,
+      externalJobUrl: bookingLink as (job: unknown) => { displayText: string; href: string },
+    })),
+    serverAdapter,
+  });
   const app = new Koa();
   app.use(metricsRoute);
   app.use(basicAuth(config.DASHBOARD_USER, config.DASHBOARD_PASSWORD));
   app.use(sameOriginActions());
-  app.use(operatorPages(openDeps, Object.values(queues)));
+  app.use(operatorPages(openDeps, producers.queues));
   await app.use(serverAdapter.registerPlugin());
   return {
     app,
     close: async () => {
-      await closeQueues(queues);
+      await producers.close();
       const d = await deps?.catch(() => null);
-      await d?.db.end();
-      await d?.prepared.end();
+      if (d) await closeDeps(d);
     },
   };
 }

@@ -11,7 +11,7 @@ import { v1Guard, v1Routes } from './v1-api.js';
 import { checkoutPages } from './checkout-pages.js';
 import { controlRoutes } from './control.js';
 import { refundRoutes } from './refunds.js';
-import { defaultFaults, type SandboxFaults, type SandboxState } from './state.js';
+import { callLog, defaultFaults, type SandboxFaults, type SandboxState } from './state.js';
 
 export { defaultFaults } from './state.js';
 export type { SandboxFaults, SandboxIntent, SandboxRefund, SandboxState, SentWebhook } from './state.js';
@@ -36,7 +36,9 @@ export function createPspSandbox(options: PspSandboxOptions) {
   const { apiKey, webhookSecret, webhookAttempts = 5, webhookBackoffMs = 250 } = options;
   const settings: { webhookUrl: string; publicUrl?: string } = { webhookUrl: options.webhookUrl, publicUrl: options.publicUrl };
   const log = options.logger ?? rootLogger.child({ component: 'psp-sandbox' });
-  const state: SandboxState = { intents: new Map(), refunds: [], webhooks: [], idempotencyKeys: { intents: new Map(), refunds: new Map() } };
+  const state: SandboxState = {
+    intents: new Map(), refunds: [], webhooks: [], idempotencyKeys: { intents: new Map(), refunds: new Map() }, calls: callLog(),
+  };
   const faults: SandboxFaults = { ...defaultFaults };
   const background = createBackground(log);
   const webhooks = createWebhooks(state, faults, settings, background, { webhookSecret, attempts: webhookAttempts, backoffMs: webhookBackoffMs }, log);
@@ -50,7 +52,7 @@ export function createPspSandbox(options: PspSandboxOptions) {
     if (ctx.method !== 'GET' || ctx.path !== '/health') return next();
     ctx.body = { status: 'ok' };
   });
-  app.use(v1Guard(faults, apiKey, background));
+  app.use(v1Guard(faults, apiKey, background, state.calls));
   const refunds = refundRoutes(state, faults, transitions, background);
   const routers = [v1Routes(state, faults, transitions, settings), refunds.api, refunds.control, checkoutPages(state, transitions), controlRoutes(state, faults, transitions, webhooks, background)];
   for (const r of routers) app.use(r.routes()).use(r.allowedMethods());

@@ -74,7 +74,7 @@ export function controlRoutes(state: SandboxState, faults: SandboxFaults, transi
     ctx.body = { idle: pending === 0, pending };
   });
   control.get('/state', (ctx) => {
-    ctx.body = { intents: [...state.intents.values()], refunds: state.refunds, webhooks: state.webhooks };
+    ctx.body = { intents: [...state.intents.values()], refunds: state.refunds, webhooks: state.webhooks, calls: state.calls.list() };
   });
   return control;
 }

@@ -28,6 +28,8 @@ export const answerRuleSchema = z
     times: z.number().int().min(1).optional(),
     rate: z.number().min(0).max(1).optional(),
     hangMs: z.number().int().min(0).max(120_000).default(3_000),
+    /** With a status: the answer's Retry-After header, in seconds (a 429 that says how long to wait). */
+    retryAfterS: z.number().int().min(0).max(3600).optional(),
   })
   .strict()
   .refine((r) => (r.times === undefined) !== (r.rate === undefined), { message: 'give exactly one of times or rate' });

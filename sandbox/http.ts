@@ -12,6 +12,8 @@ export class SandboxHttpError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** Headers the answer carries (a 429's Retry-After). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
@@ -76,6 +78,7 @@ export function errorResponses(log: Logger): Koa.Middleware {
       const err = e as { status?: number; expose?: boolean; message?: string };
       const status = e instanceof SandboxHttpError ? e.status : (err.status ?? 500);
       ctx.status = status;
+      if (e instanceof SandboxHttpError) ctx.set(e.headers);
       ctx.body = {
         error: {
           code: e instanceof SandboxHttpError ? e.code : status >= 500 ? 'internal' : 'invalid_request',

@@ -17,12 +17,30 @@ export interface SentWebhook {
   /** Dropped on purpose (the `webhookLossRate` fault): never delivered. */
   lost?: boolean;
 }
+/** The last calls the /v1 API received (every one, refused or not), for tests that count the provider's load. */
+export interface CallLog {
+  record(endpoint: string): void;
+  list(): readonly { at: number; endpoint: string }[];
+}
+
+export function callLog(max = 10_000): CallLog {
+  let calls: { at: number; endpoint: string }[] = [];
+  return {
+    record(endpoint) {
+      calls.push({ at: Date.now(), endpoint });
+      if (calls.length > max * 1.5) calls = calls.slice(-max);
+    },
+    list: () => calls.slice(-max),
+  };
+}
+
 export interface SandboxState {
   intents: Map<string, SandboxIntent>;
   refunds: SandboxRefund[];
   webhooks: SentWebhook[];
   /** Idempotency-Key → object, per key space; POST /sandbox/idempotency-keys/forget empties them (Stripe forgets after 24 h). */
   idempotencyKeys: { intents: IdempotencyKeys; refunds: IdempotencyKeys };
+  calls: CallLog;
 }
 
 export const faultsSchema = z.object({

@@ -3,7 +3,7 @@ import { Router } from '@koa/router';
 import { z } from 'zod';
 import type { Background } from './background.js';
 import type { Transitions } from './payments.js';
-import { newId, type SandboxFaults, type SandboxIntent, type SandboxState } from './state.js';
+import { newId, type CallLog, type SandboxFaults, type SandboxIntent, type SandboxState } from './state.js';
 import { SandboxHttpError, headerKey, idempotent, notFound, parseWith, rawBodyOf, readJson } from './http.js';
 import { endpointOf, injectedCode, takeAnswer } from './fault-rules.js';
 
@@ -22,9 +22,11 @@ export function findIntent(state: SandboxState, id: string): SandboxIntent {
 }
 
 /** In front of /v1 only: the API faults (down, slow, failing) and the bearer API key. */
-export function v1Guard(faults: SandboxFaults, apiKey: string, background: Background): Koa.Middleware {
+export function v1Guard(faults: SandboxFaults, apiKey: string, background: Background, calls: CallLog): Koa.Middleware {
   return async (ctx, next) => {
     if (ctx.path !== '/v1' && !ctx.path.startsWith('/v1/')) return next();
+    const endpoint = endpointOf(ctx.method, ctx.path);
+    if (endpoint) calls.record(endpoint);
     if (faults.apiDown) {
       ctx.respond = false;
       ctx.req.socket.destroy();
@@ -34,9 +36,12 @@ export function v1Guard(faults: SandboxFaults, apiKey: string, background: Backg
     await rawBodyOf(ctx);
     if (faults.apiDelayMs > 0) await background.sleep(faults.apiDelayMs);
     if (Math.random() < faults.apiFailRate) throw new SandboxHttpError(500, 'injected_failure', 'injected failure');
-    const injected = takeAnswer(faults, endpointOf(ctx.method, ctx.path));
+    const injected = takeAnswer(faults, endpoint);
     if (injected?.answer === 'timeout') await background.sleep(injected.hangMs);
-    else if (injected) throw new SandboxHttpError(injected.answer, injectedCode(injected.answer), `injected ${injected.answer}`);
+    else if (injected) {
+      const headers: Record<string, string> = injected.retryAfterS === undefined ? {} : { 'retry-after': String(injected.retryAfterS) };
+      throw new SandboxHttpError(injected.answer, injectedCode(injected.answer), `injected ${injected.answer}`, headers);
+    }
     if (ctx.get('authorization') !== `Bearer ${apiKey}`) throw new SandboxHttpError(401, 'unauthenticated', 'bad or missing API key');
     return next();
   };

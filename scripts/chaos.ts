@@ -79,13 +79,22 @@ try {
   say(`workload done: ${Object.values(stats.ops).reduce((a, b) => a + b, 0)} operations; settling faults`);
   await faults.settle();
   await fetch(`${t.pspUrl}/sandbox/faults`, { method: 'DELETE' });
+  // While work is still owed (holds open, refunds and notifications pending), every owed obligation must have its
+  // live job: checked once the last fault is more than the invariant's grace behind (a FLUSHALL's rebuild included).
+  await new Promise((r) => setTimeout(r, 12_000));
+  const owed = await runChecks({
+    databaseUrl: t.databaseUrl, graceS, psp: null, kafka: null, redis: { url: t.env.REDIS_URL!, prefix: t.queuePrefix }, only: ['jobs-armed'],
+  });
+  const midRun = owed.map((r) => ({ ...r, name: 'jobs-armed (while owed)' }));
+  say(`jobs-armed while work is owed: checked ${midRun[0]?.checked ?? 0}, ${midRun[0]?.violations.length ?? 0} violations`);
 
   const quiet = await waitForQuiet(t, (holdTtlS + graceS) * 1000 + 30_000, say);
   say(quiet.quiet ? `quiet after ${(quiet.waitedMs / 1000).toFixed(1)} s` : `NOT quiet after ${(quiet.waitedMs / 1000).toFixed(1)} s: ${JSON.stringify(quiet.state)}`);
-  const results = await runChecks({
+  const results = [...midRun, ...await runChecks({
     databaseUrl: t.databaseUrl, graceS, psp: { url: t.pspUrl, apiKey: t.secrets.PSP_API_KEY },
     kafka: { brokers: t.brokers, prefix: '' }, notifyLogPath: t.notifyLog,
-  });
+    redis: { url: t.env.REDIS_URL!, prefix: t.queuePrefix },
+  })];
 
   const allowed = (at: number) => faults.windows.some((w) => at >= w.from && at <= w.to);
   const allowed503 = stats.serverErrors.filter((e) => e.status === 503 && allowed(e.at));

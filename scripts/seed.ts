@@ -1,6 +1,7 @@
 import { parseConfig, type Config } from '../shared/config.js';
 import { migrate } from '../shared/db/migrate.js';
-import { createDeps } from '../shared/runtime.js';
+import { closeDeps, createDeps } from '../shared/runtime.js';
+import { noJobs } from '../shared/queues/producer.js';
 import { DomainError } from '../shared/domain/errors.js';
 import type { Actor } from '../shared/domain/actor.js';
 import type { Deps } from '../shared/usecases/deps.js';
@@ -84,7 +85,8 @@ async function seedRatePlans(deps: Deps, roomTypes: SeededRoomType[]): Promise<{
 
 export async function seed(config: Config, log: (line: string) => void): Promise<void> {
   await migrate(config.DATABASE_URL, () => {});
-  const deps = await createDeps(config);
+  // The catalogue owes no jobs: no Redis connection to keep the process alive.
+  const deps = await createDeps(config, { jobs: noJobs });
   try {
     const cars = await seedCars(deps);
     const roomTypes = await seedHotels(deps, log);
@@ -102,7 +104,7 @@ export async function seed(config: Config, log: (line: string) => void): Promise
     log(`export ROOM_TYPE_ID=${roomTypes[0]!.id} HOTEL_CITY='${roomTypes[0]!.hotel.city}'`);
     if (ratePlans[0]) log(`export RATE_PLAN_ID=${ratePlans[0].id}`);
   } finally {
-    await deps.db.end();
+    await closeDeps(deps);
   }
 }
 

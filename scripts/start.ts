@@ -10,6 +10,7 @@ import { commandLine, readProcfile, supervisedProcesses, type ProcessSpec } from
 import { answers, ensureLocalKafka, LOCAL_BROKER } from './local-kafka.js';
 import { hostPortOf, portClaims, portProblems, redactUrl } from './preflight.js';
 import { summaryLines } from './start-summary.js';
+import { backoffMs } from '../shared/domain/backoff.js';
 
 // `npm start`: migrations first, then one child per Procfile line (not `release`; `psp` only without
 // PSP_URL), restarting one that dies and forwarding SIGTERM so each finishes its work before exiting.
@@ -64,9 +65,16 @@ const unreachable = async (what: string, variable: string, url: string, port: nu
   const why = await reason;
   return why && `cannot reach ${what} at ${hostPortOf(url, port)}: ${why}. Start ${what} there, or set ${variable} (now ${redactUrl(url)})`;
 };
+// With REDIS_CLUSTER_NODES the first node named must answer (any node answers PING; the client finds the rest).
+const redisProbe = (c: Config) => {
+  const node = c.redisClusterNodes[0];
+  if (!node) return unreachable('Redis', 'REDIS_URL', c.REDIS_URL, 6379, probeRedis(c.REDIS_URL));
+  const url = `redis://${node.host}:${node.port}`;
+  return unreachable('Redis', 'REDIS_CLUSTER_NODES', url, 6379, probeRedis(url));
+};
 const down = (await Promise.all([
   unreachable('PostgreSQL', 'DATABASE_URL', config.DATABASE_URL, 5432, probeDatabase(config.DATABASE_URL)),
-  unreachable('Redis', 'REDIS_URL', config.REDIS_URL, 6379, probeRedis(config.REDIS_URL)),
+  redisProbe(config),
 ])).filter((l): l is string => Boolean(l));
 if (down.length) refuse(down);
 
@@ -119,7 +127,7 @@ function run(spec: ProcessSpec, restarts = 0) {
     if (stopping) return;
     // A crash loop backs off (1 s doubling to 30 s); a process that ran a minute starts over at 1 s.
     const next = Date.now() - startedAt > 60_000 ? 0 : restarts + 1;
-    const delay = Math.min(1000 * 2 ** Math.max(next - 1, 0), 30_000);
+    const delay = backoffMs(next, { baseMs: 1000, capMs: 30_000 });
     warn(`${spec.name} exited (${signal ?? code}); restarting in ${delay / 1000} s`);
     setTimeout(() => !stopping && run(spec, next), delay).unref();
   });

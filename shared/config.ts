@@ -13,6 +13,9 @@ const schema = z.object({
   DATABASE_READ_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
   DATABASE_READ_MAX_LAG_S: z.coerce.number().positive().default(5),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
+  // Redis Cluster: `host:port,host:port,…` (seed nodes). When set it wins over REDIS_URL for every Redis client
+  // (queues, workers, dashboard, limiter, search cache); credentials and TLS still come from REDIS_URL.
+  REDIS_CLUSTER_NODES: optionalString,
   KAFKA_BROKERS: optionalString,
   KAFKA_TOPIC_PREFIX: z.string().default(''),
   PORT: int(3000),
@@ -30,8 +33,14 @@ const schema = z.object({
   HOLD_RATE_LIMIT: int(3, 1),
   HOLD_RATE_WINDOW_S: int(900, 1),
   PAYMENT_GRACE_S: int(600),
-  /** How long an expiry process's claim on a due hold or intent cancellation lasts (a dead process's claim comes due again after it). */
-  EXPIRY_LEASE_S: int(30, 1),
+  // Not in the contract: how long a job's claim on its row lasts (lease_until): a claim whose process died is free
+  // again after it. Outlives any one attempt (a provider call is 2 s per try, at most 3 tries).
+  LEASE_S: int(30, 1),
+  // Not in the contract: BullMQ's job lock (lockDuration) and stalled-job check interval, in seconds: a worker that
+  // dies mid-job has its job taken up again within about twice this.
+  JOB_LOCK_S: int(30, 1),
+  // Provider calls per second per queue, across every process (payment checks, intent cancellations, refunds).
+  PSP_RATE_LIMIT: int(20, 1),
   SEARCH_CACHE_TTL_S: int(30),
   QUOTE_TTL_S: int(900, 1),
   // Not in the contract: days settled outbox, webhook_inbox and notification rows are kept before the maintenance
@@ -39,7 +48,9 @@ const schema = z.object({
   RETENTION_DAYS: int(7, 1),
   DASHBOARD_USER: z.string().default('admin'),
   DASHBOARD_PASSWORD: optionalString,
-  NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
+  // A URL (sms and push are POSTed there), `none` (sending is off: recorded as skipped), or unset (development and
+  // test only: written to the log). Required in production.
+  NOTIFY_WEBHOOK_URL: z.preprocess((v) => (v === '' ? undefined : v), z.union([z.literal('none'), z.string().url()]).optional()),
   // Not in the contract. The sandbox provider's bind address (the contract: 127.0.0.1 only; containers
   // that reach it by service name set 0.0.0.0) and the base of its checkout URLs when it sits behind one.
   PSP_HOST: z.string().min(1).default('127.0.0.1'),
@@ -62,8 +73,13 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-export type Config = Omit<z.infer<typeof schema>, SecretName | 'PUBLIC_BASE_URL'> & Record<SecretName, string>
-  & { PUBLIC_BASE_URL: string; pspUrl: string; kafkaBrokers: string[] };
+export type Config = Omit<z.infer<typeof schema>, SecretName | 'PUBLIC_BASE_URL'> & Record<SecretName, string> & {
+  PUBLIC_BASE_URL: string;
+  pspUrl: string;
+  kafkaBrokers: string[];
+  /** REDIS_CLUSTER_NODES parsed (empty: a single Redis at REDIS_URL). */
+  redisClusterNodes: { host: string; port: number }[];
+};
 
 const SECRETS = new Set(['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD', 'DATABASE_URL', 'DATABASE_READ_URL', 'REDIS_URL']);
 
@@ -82,6 +98,7 @@ function productionProblems(c: z.infer<typeof schema>): string[] {
   for (const n of ['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET'] as const) {
     if (c[n] && c[n].length < 32) problems.push(`${n}: must be at least 32 characters`);
   }
+  if (!c.NOTIFY_WEBHOOK_URL) problems.push(`NOTIFY_WEBHOOK_URL: required when NODE_ENV=${c.NODE_ENV} (a URL, or none to record notifications as skipped)`);
   if (!c.PSP_URL && !c.PSP_SANDBOX) problems.push(`PSP_URL: required when NODE_ENV=${c.NODE_ENV} (or PSP_SANDBOX=true for the sandbox provider)`);
   // PSP_SANDBOX=true in production is a deployment where no money moves (a demo, a staging). Its sandbox's
   // /sandbox/* routes confirm payments without money, so it stays on the loopback interface there: only this host
@@ -133,6 +150,8 @@ export function parseConfig(env: Env = processEnv()): Config {
   const c = parsed.data;
   const readProblem = replicaProblem(c);
   if (readProblem) throw new ConfigError(`invalid configuration:\n  ${readProblem}`);
+  const clusterNodes = parseClusterNodes(c.REDIS_CLUSTER_NODES);
+  if (clusterNodes instanceof ConfigError) throw clusterNodes;
   if (!['development', 'test'].includes(c.NODE_ENV)) {
     const problems = productionProblems(c);
     if (problems.length) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
@@ -145,7 +164,18 @@ export function parseConfig(env: Env = processEnv()): Config {
     PUBLIC_BASE_URL: c.PUBLIC_BASE_URL ?? `http://127.0.0.1:${c.PORT}`,
     pspUrl: c.PSP_URL ?? `http://127.0.0.1:${c.PSP_PORT}`,
     kafkaBrokers: brokers ? brokers.split(',').map((s) => s.trim()).filter(Boolean) : [],
+    redisClusterNodes: clusterNodes,
   };
+}
+
+/** `host:port,host:port` (IPv6 in brackets: `[::1]:7000`); a ConfigError naming the variable when malformed. */
+function parseClusterNodes(value: string | undefined): { host: string; port: number }[] | ConfigError {
+  if (!value) return [];
+  const nodes = value.split(',').map((s) => s.trim()).filter(Boolean).map((s) => s.match(/^(\[[^\]]+\]|[^:\s]+):(\d{1,5})$/));
+  if (nodes.length === 0 || nodes.some((m) => !m || Number(m[2]) < 1 || Number(m[2]) > 65_535)) {
+    return new ConfigError(`invalid configuration:\n  REDIS_CLUSTER_NODES: expected host:port,host:port,… (got ${JSON.stringify(value)})`);
+  }
+  return nodes.map((m) => ({ host: m![1]!.replace(/^\[|\]$/g, ''), port: Number(m![2]) }));
 }
 
 let cached: Config | undefined;

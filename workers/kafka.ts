@@ -1,6 +1,7 @@
 import { Kafka, logLevel, type Producer } from 'kafkajs';
 import { EVENT_TYPES, topicName } from '../shared/events/topics.js';
 import { logger } from '../shared/logger.js';
+import { backoffMs, type Backoff } from '../shared/domain/backoff.js';
 
 export function createKafka(brokers: string[], clientId = 'booking-pump') {
   return new Kafka({ clientId, brokers, logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 200 } });
@@ -37,7 +38,8 @@ export interface KafkaLane {
   prefix: string;
 }
 
-const MAX_BACKOFF_MS = 30_000;
+/** Reconnects and pauses after a failed send: 1 s doubling to 30 s (the one backoff, shared/domain/backoff.ts). */
+const KAFKA_BACKOFF: Backoff = { baseMs: 1000, capMs: 30_000 };
 
 /**
  * An idempotent producer kept connected in the background, so no pump pass ever waits on a broker that is not
@@ -50,7 +52,8 @@ export class KafkaPublisher {
   private stopped = false;
   private connecting: Promise<void> | null = null;
   private pausedUntil = 0;
-  private backoffMs = 0;
+  /** Failed sends in a row. */
+  private failures = 0;
 
   constructor(brokers: string[], private readonly prefix: string, private readonly onReady: () => void = () => {}) {
     this.kafka = createKafka(brokers);
@@ -65,7 +68,7 @@ export class KafkaPublisher {
   start(): void {
     if (this.stopped || this.connected || this.connecting) return;
     this.connecting = (async () => {
-      for (let wait = 1000; !this.stopped && !this.connected; wait = Math.min(MAX_BACKOFF_MS, wait * 2)) {
+      for (let attempt = 1; !this.stopped && !this.connected; attempt++) {
         try {
           await this.producer.connect();
           await ensureTopics(this.kafka, this.prefix);
@@ -73,7 +76,7 @@ export class KafkaPublisher {
           this.onReady();
         } catch (err) {
           logger.warn({ err: String(err) }, 'kafka not reachable; events wait in the outbox');
-          await new Promise((r) => setTimeout(r, wait));
+          await new Promise((r) => setTimeout(r, backoffMs(attempt, KAFKA_BACKOFF)));
         }
       }
     })().finally(() => {
@@ -88,12 +91,12 @@ export class KafkaPublisher {
   }
 
   succeeded(): void {
-    this.backoffMs = 0;
+    this.failures = 0;
   }
 
   failed(): void {
-    this.backoffMs = Math.min(MAX_BACKOFF_MS, Math.max(1000, this.backoffMs * 2));
-    this.pausedUntil = Date.now() + this.backoffMs;
+    this.failures++;
+    this.pausedUntil = Date.now() + backoffMs(this.failures, KAFKA_BACKOFF);
   }
 
   async stop(): Promise<void> {

@@ -5,7 +5,7 @@ import { isEntry, runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import { KafkaPublisher } from './kafka.js';
 import { pumpOnce, type PassResult } from './pump-pass.js';
-import { drainByPolling } from './wake.js';
+import { drainByPolling } from './lib/poll-loop.js';
 
 // The outbox pump relays every committed event to Kafka, in batches: one claim, one produce request and one
 // UPDATE per pass. It needs PostgreSQL and Kafka only (no Redis): work that must happen after an event is a

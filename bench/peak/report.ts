@@ -5,7 +5,7 @@ import { ROOT, fmt, printTable } from '../lib.js';
 import { lineChart, type Series } from './svg.js';
 import type { PeakResult, PhaseResult } from './run.js';
 
-export const TARGETS = { holdRate: 600, searchRate: 3000, staysRate: 3000, p99Ms: 50, cpuPerHoldMs: 1.5 };
+export const TARGETS = { holdRate: 600, searchRate: 3000, staysRate: 3000, p99Ms: 50, cpuPerHoldMs: 1.3 };
 /** Groups that are not the system under test. */
 const NOT_SYSTEM = new Set(['load generator', 'bench checks (postgres)', 'pgbench']);
 

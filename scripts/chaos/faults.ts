@@ -1,5 +1,6 @@
 import type { Rng } from './rng.js';
 import type { Topology } from './topology.js';
+import { obliterateQueue, stallTwice } from './job-faults.js';
 
 // The fault schedule: every kind fires at least once, spread over the first three quarters of the run in a seeded
 // order, plus a few more at seeded times. Infrastructure faults (kill -9, Redis, Kafka, PostgreSQL) act on the
@@ -80,6 +81,20 @@ export function faultKinds(workerKinds: string[]): Record<string, Fire> {
       await t.kafkaRestart(down);
       w.to = Date.now() + 5_000;
       return `stopped, started again after ${down} ms`;
+    },
+    'jobs:stall-twice': async (t, rng, windows) => {
+      const w: Window = { kind: 'psp', from: Date.now(), to: Infinity };
+      windows.push(w);
+      const kill = (pid: number) => t.procs.find((p) => p.pid() === pid)?.kill9() ?? false;
+      const slow = async (on: boolean) => {
+        await control(t, 'POST', '/faults', { apiDelayMs: on ? 5_000 : 0 });
+        if (!on) w.to = Date.now() + 5_000;
+      };
+      return stallTwice(t.env.REDIS_URL!, t.queuePrefix, rng, kill, slow);
+    },
+    'jobs:obliterate': async (t, rng, windows) => {
+      windows.push({ kind: 'redis', from: Date.now(), to: Date.now() + 5_000 });
+      return obliterateQueue(t.env.REDIS_URL!, t.queuePrefix, rng);
     },
     'pg:terminate': async (t, _rng, windows) => {
       windows.push({ kind: 'postgres', from: Date.now(), to: Date.now() + 5_000 });

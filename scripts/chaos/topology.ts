@@ -138,6 +138,8 @@ async function build(o: TopologyOptions, undo: (() => Promise<unknown>)[]) {
     PSP_URL: pspUrl, ...secrets, NOTIFY_WEBHOOK_URL: receiver.url, PUBLIC_BASE_URL: apiUrls[0]!,
     HOLD_TTL_S: String(o.holdTtlS), PAYMENT_GRACE_S: String(o.graceS), HOLD_RATE_LIMIT: '1000000',
     METRICS_PORT: '0', SEARCH_INDEX: 'off', SEARCH_CACHE_TTL_S: '0', KAFKAJS_NO_PARTITIONER_WARNING: '1',
+    // A killed worker's job is taken up again within seconds (BullMQ's lock and stalled check), as are leases.
+    QUEUE_PREFIX: 'bull', JOB_LOCK_S: '5', LEASE_S: '10',
   };
   const procs: Proc[] = [];
   apiPorts.forEach((port, i) => procs.push(supervise(o.root, o.runDir, 'api', i + 1, 'api/server.ts', { ...env, PORT: String(port) })));
@@ -148,7 +150,7 @@ async function build(o: TopologyOptions, undo: (() => Promise<unknown>)[]) {
     for (const i of [1, 2]) procs.push(supervise(o.root, o.runDir, spec.name, i, entry, env));
   }
   undo.push(() => Promise.all(procs.map((p) => p.stop())));
-  for (const url of apiUrls) await waitFor(`${url}/health`, async () => (await fetch(`${url}/health`)).ok, 60_000, 500);
+  for (const url of apiUrls) await waitFor(`${url}/health`, async () => (await fetch(`${url}/health`)).ok, 180_000, 500);
 
   const admin = new pg.Pool({ connectionString: ADMIN_DB, max: 2 });
   let redisChain: Promise<void> = Promise.resolve();
@@ -156,7 +158,7 @@ async function build(o: TopologyOptions, undo: (() => Promise<unknown>)[]) {
   const flusher = () => new Redis(redisPort, '127.0.0.1', { maxRetriesPerRequest: 1, lazyConnect: true });
 
   return {
-    databaseUrl, dbName, brokers, pspUrl, apiUrls, psp, receiver, notifyLog, procs, secrets, env,
+    databaseUrl, dbName, brokers, pspUrl, apiUrls, psp, receiver, notifyLog, procs, secrets, env, queuePrefix: 'bull',
     workerKinds: workerKinds.map((s) => s.name),
     redisFlushAll: async () => {
       const r = flusher();

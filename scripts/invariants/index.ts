@@ -9,13 +9,14 @@ import { intentsCancelled } from './intents.js';
 import { outboxPublished } from './outbox-kafka.js';
 import { notificationsOnce } from './notifications.js';
 import { holdsExpire } from './holds.js';
+import { jobsArmed } from './jobs-armed.js';
 import type { CheckContext, Invariant, InvariantReport, NotifyDelivery } from './types.js';
 
 export type { CheckContext, Invariant, InvariantReport, NotifyDelivery } from './types.js';
 
 /** In the order they are printed. */
 export const INVARIANTS: readonly Invariant[] = [
-  carNoOverlap, stayInventory, paymentsAccounted, depositsBalanced, refundsSettled, intentsCancelled, outboxPublished, notificationsOnce, holdsExpire,
+  carNoOverlap, stayInventory, paymentsAccounted, depositsBalanced, refundsSettled, intentsCancelled, outboxPublished, notificationsOnce, holdsExpire, jobsArmed,
 ];
 
 export interface CheckOptions {
@@ -23,6 +24,7 @@ export interface CheckOptions {
   graceS: number;
   psp: CheckContext['psp'];
   kafka: CheckContext['kafka'];
+  redis?: CheckContext['redis'];
   /** Path of the notification receiver's log (JSON lines), if any. */
   notifyLogPath?: string | null;
   /** Only these invariants (by name); all when empty. */
@@ -47,6 +49,7 @@ export async function runChecks(o: CheckOptions): Promise<CheckResult[]> {
       psp: o.psp,
       kafka: o.kafka,
       notifyLog: o.notifyLogPath ? readNotifyLog(o.notifyLogPath) : null,
+      redis: o.redis ?? null,
     };
     const results: CheckResult[] = [];
     for (const inv of INVARIANTS) {

@@ -1,4 +1,5 @@
-import { NOTIFIED_EVENTS, NOTIFY_CHANNELS } from '../../shared/events/topics.js';
+import { NOTIFIED_EVENTS } from '../../shared/events/topics.js';
+import { NOTIFY_CHANNELS } from '../../shared/domain/notifications.js';
 import type { Invariant, NotifyDelivery } from './types.js';
 
 /**

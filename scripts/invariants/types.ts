@@ -19,6 +19,8 @@ export interface CheckContext {
   kafka: { brokers: string[]; prefix: string } | null;
   /** The notification receiver's deliveries (NOTIFY_LOG), when given. */
   notifyLog: NotifyDelivery[] | null;
+  /** Redis (REDIS_URL, REDIS_CLUSTER_NODES) and the queues' prefix (QUEUE_PREFIX), when given: the jobs are checked too. */
+  redis: { url: string; clusterNodes?: string; prefix: string } | null;
 }
 
 export interface InvariantReport {

@@ -4,6 +4,7 @@ import { BOOKING_STATUSES, type BookingStatus } from '../domain/booking-status.j
 import type { Booking } from '../domain/booking.js';
 import type { RowEventDraft } from './outbox.js';
 import type { PreparedDb } from './prepared.js';
+import { claimLease, leaseState, LEASED, releaseLease, type Lease } from './leases.js';
 
 const instant = z.string().transform((s) => new Date(s));
 const common = {
@@ -19,6 +20,7 @@ const common = {
   payRequestedAt: instant.nullable(),
   paymentIntentId: z.string().nullable(),
   depositVersion: z.number(),
+  jobGen: z.number(),
 };
 // The table's CHECKs guarantee each kind's columns; the other kind's (null) columns are dropped.
 const carRow = z.object({ kind: z.literal('car'), ...common, carId: z.number(), hostId: z.number(), from: instant, to: instant });
@@ -41,7 +43,7 @@ const select = sql.fragment`
     b.guests, b.rate_plan_id AS "ratePlanId", b.total_amount AS "totalAmount",
     b.deposit_amount AS "depositAmount", b.currency, b.hold_expires_at AS "holdExpiresAt",
     b.next_expiry_check_at AS "nextExpiryCheckAt", b.pay_requested_at AS "payRequestedAt",
-    b.payment_intent_id AS "paymentIntentId", b.deposit_version AS "depositVersion", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
+    b.payment_intent_id AS "paymentIntentId", b.deposit_version AS "depositVersion", b.job_gen AS "jobGen", h.timezone AS "hotelTimezone", h.check_in_time::text AS "hotelCheckInTime"
   FROM booking b
   LEFT JOIN car c ON c.id = b.car_id
   LEFT JOIN room_type rt ON rt.id = b.room_type_id
@@ -153,7 +155,7 @@ export async function transition(
   b: { id: number; version: number },
   to: BookingStatus,
 ): Promise<boolean> {
-  const holdFields = to === 'HOLD' ? sql.fragment`` : sql.fragment`, hold_expires_at = NULL, next_expiry_check_at = NULL`;
+  const holdFields = to === 'HOLD' ? sql.fragment`` : sql.fragment`, hold_expires_at = NULL, next_expiry_check_at = NULL, lease_until = NULL, lease_token = NULL`;
   const r = await db.query(sql.typeAlias('void')`
     UPDATE booking SET status = ${to}, version = version + 1, updated_at = now() ${holdFields}
     WHERE id = ${b.id} AND version = ${b.version}`);
@@ -179,23 +181,33 @@ export async function savePaymentIntent(db: CommonQueryMethods, id: number, inte
   return r.rowCount === 1;
 }
 
-/** Pushes the next expiry check of a HOLD (payment may be in flight). */
+/** A payment check's claim on a HOLD past holdExpiresAt (shared/db/leases.ts); null when not claimable now. */
+export const claimPaymentCheck = (db: CommonQueryMethods, id: number, gen: number, leaseMs: number): Promise<Lease | null> =>
+  claimLease(db, LEASED.booking, [id], gen, leaseMs);
+export const paymentCheckLeaseState = (db: CommonQueryMethods, id: number) => leaseState(db, LEASED.booking, [id]);
+/** The hold is kept (a payment may be in flight): checked again `retryInMs` from now. */
+export const releasePaymentCheck = (db: CommonQueryMethods, id: number, token: string, retryInMs: number): Promise<boolean> =>
+  releaseLease(db, LEASED.booking, [id], token, { retryInMs });
+
+/** Sets when a HOLD's expiry is next looked at (its job's delay says the same). */
 export async function deferExpiryCheck(db: CommonQueryMethods, id: number, at: Date): Promise<void> {
   await db.query(sql.typeAlias('void')`
     UPDATE booking SET next_expiry_check_at = ${at.toISOString()}::timestamptz WHERE id = ${id} AND status = 'HOLD'`);
 }
 
 /**
- * Locks the HOLD whose next expiry check is the most overdue, passing over rows another transaction holds (SKIP
- * LOCKED): concurrent expiry processes each get a different one and never wait on each other. Null when none is due.
+ * Locks the unpaid HOLDs (nobody asked to pay) whose expiry is overdue by more than `graceMs`, passing over rows
+ * another transaction holds (SKIP LOCKED: their expiry job is deciding them right now). The expiry reconciler
+ * expires these itself when their job is late (a dead worker, Redis unreachable), to keep the 1 s promise.
  */
-export async function lockNextDueHold(db: CommonQueryMethods, now: Date, o: { unpaidOnly?: boolean } = {}): Promise<Booking | null> {
+export async function lockOverdueUnpaidHolds(db: CommonQueryMethods, now: Date, graceMs: number, limit: number): Promise<readonly Booking[]> {
   // Locked, then read by a second statement, as in findBooking (a change may have moved the hold meanwhile).
-  const id = await db.maybeOneFirst(sql.type(lockedId)`
-    SELECT id FROM booking WHERE status = 'HOLD' AND next_expiry_check_at <= ${now.toISOString()}::timestamptz
-      ${o.unpaidOnly ? sql.fragment`AND pay_requested_at IS NULL` : sql.fragment``}
-    ORDER BY next_expiry_check_at LIMIT 1 FOR UPDATE SKIP LOCKED`);
-  return id === null ? null : findBooking(db, id);
+  const ids = await db.anyFirst(sql.type(lockedId)`
+    SELECT id FROM booking WHERE status = 'HOLD' AND pay_requested_at IS NULL
+      AND next_expiry_check_at < ${now.toISOString()}::timestamptz - make_interval(secs => ${graceMs / 1000})
+    ORDER BY next_expiry_check_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`);
+  if (ids.length === 0) return [];
+  return db.any(sql.type(bookingRow)`${select} WHERE b.id = ANY(${sql.array(ids, 'int8')}) ORDER BY b.next_expiry_check_at`);
 }
 
 const bookingMoney = z.object({

@@ -4,7 +4,6 @@ import { sql, type CommonQueryMethods } from './pool.js';
 const row = z.object({
   requestHash: z.string(),
   state: z.enum(['IN_PROGRESS', 'DONE']),
-  responseStatus: z.number().nullable(),
   responseBody: z.unknown(),
   stale: z.boolean(),
 });
@@ -12,8 +11,8 @@ const returned = z.object({ done: z.literal(true) });
 
 export type ClaimResult =
   | { kind: 'claimed' }
-  /** `outcome` as completeKey stored it; `legacyStatus` is set on rows that stored an HTTP answer instead. */
-  | { kind: 'replay'; outcome: unknown; legacyStatus: number | null; requestHash: string }
+  /** `outcome` as completeKey stored it. */
+  | { kind: 'replay'; outcome: unknown; requestHash: string }
   | { kind: 'in_progress'; requestHash: string };
 
 /**
@@ -34,12 +33,12 @@ export async function claimKey(
     ON CONFLICT DO NOTHING RETURNING true AS done`);
   if (inserted) return { kind: 'claimed' };
   const existing = await db.maybeOne(sql.type(row)`
-    SELECT request_hash AS "requestHash", state, response_status AS "responseStatus", response_body AS "responseBody",
+    SELECT request_hash AS "requestHash", state, response_body AS "responseBody",
            (state = 'IN_PROGRESS' AND locked_until < now()) AS stale
     FROM idempotency_key WHERE customer_id = ${customerId} AND key = ${key}`);
   if (!existing) return claimKey(db, customerId, key, requestHash, leaseSeconds);
   if (existing.state === 'DONE') {
-    return { kind: 'replay', outcome: existing.responseBody, legacyStatus: existing.responseStatus, requestHash: existing.requestHash };
+    return { kind: 'replay', outcome: existing.responseBody, requestHash: existing.requestHash };
   }
   if (existing.stale && existing.requestHash === requestHash) {
     const taken = await db.maybeOne(sql.type(returned)`

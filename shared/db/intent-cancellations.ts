@@ -1,56 +1,50 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
+import { claimLease, leaseState, LEASED, releaseLease } from './leases.js';
 
-// The obligation to cancel every payment intent of a booking that left HOLD unpaid (migration 012).
+// The obligation to cancel every payment intent of a booking that left HOLD unpaid (migration 012), worked by its
+// job under the one lease design (shared/db/leases.ts).
 
 /**
- * Writes (or re-opens) the obligation for a booking, due at `at`; in the caller's transaction, the one that
- * moves the booking out of HOLD (or that learns an intent was created after it did).
+ * Writes or re-opens the obligation for a booking, due at `at`, in the caller's transaction (the one that moves the
+ * booking out of HOLD, or that learns an intent was created after it did). A re-open drops any claim in flight
+ * (its outcome no longer counts: the intent created late must be cancelled too), and a re-open of a settled row
+ * moves it to a new generation (its finished job's id stays retained in Redis). Returns the row's generation.
  */
-export async function requireIntentCancellation(db: CommonQueryMethods, bookingId: number, at: Date): Promise<void> {
-  await db.query(sql.typeAlias('void')`
+export async function requireIntentCancellation(db: CommonQueryMethods, bookingId: number, at: Date): Promise<number> {
+  return db.oneFirst(sql.type(z.object({ gen: z.number() }))`
     INSERT INTO intent_cancellation (booking_id, next_attempt_at) VALUES (${bookingId}, ${at.toISOString()}::timestamptz)
-    ON CONFLICT (booking_id) DO UPDATE SET next_attempt_at = excluded.next_attempt_at, done_at = NULL`);
+    ON CONFLICT (booking_id) DO UPDATE SET next_attempt_at = excluded.next_attempt_at, done_at = NULL,
+      lease_until = NULL, lease_token = NULL,
+      job_gen = intent_cancellation.job_gen + (CASE WHEN intent_cancellation.done_at IS NULL THEN 0 ELSE 1 END)
+    RETURNING job_gen AS gen`);
 }
 
-/**
- * Claims up to `limit` due obligations (SKIP LOCKED) and pushes each one's next attempt to now + `leaseMs`: no other
- * process takes it meanwhile, and one whose process died comes due again after the lease.
- */
-export async function claimDueIntentCancellations(db: CommonQueryMethods, now: Date, leaseMs: number, limit: number): Promise<IntentCancellationClaim[]> {
-  const leaseUntil = new Date(now.getTime() + leaseMs);
-  const rows = await db.any(sql.type(z.object({ bookingId: z.number(), attempts: z.number() }))`
-    UPDATE intent_cancellation SET next_attempt_at = ${leaseUntil.toISOString()}::timestamptz
-    WHERE booking_id IN (
-      SELECT booking_id FROM intent_cancellation
-      WHERE done_at IS NULL AND next_attempt_at <= ${now.toISOString()}::timestamptz
-      ORDER BY next_attempt_at LIMIT ${limit}
-      FOR UPDATE SKIP LOCKED)
-    RETURNING booking_id AS "bookingId", attempts`);
-  return rows.map((r) => ({ ...r, leaseUntil }));
-}
-
-/** A claim: the obligation's booking and the lease its claim set (the token that it is still this claim's). */
+/** A claim: the obligation's booking, the attempts so far (this one included), and the lease token. */
 export interface IntentCancellationClaim {
   bookingId: number;
   attempts: number;
-  leaseUntil: Date;
+  leaseToken: string;
 }
 
-// Both below act only while the row still carries this claim's lease: an obligation re-opened meanwhile (an
-// intent created after the booking left HOLD) stays due, so the intent created late is cancelled too.
-
-/** The provider has answered for every intent of the booking: settled. */
-export async function completeIntentCancellation(db: CommonQueryMethods, c: IntentCancellationClaim, at: Date): Promise<void> {
-  await db.query(sql.typeAlias('void')`
-    UPDATE intent_cancellation SET done_at = ${at.toISOString()}::timestamptz, attempts = attempts + 1, last_error = NULL
-    WHERE booking_id = ${c.bookingId} AND next_attempt_at = ${c.leaseUntil.toISOString()}::timestamptz AND done_at IS NULL`);
+export async function claimIntentCancellation(db: CommonQueryMethods, bookingId: number, gen: number, leaseMs: number): Promise<IntentCancellationClaim | null> {
+  const lease = await claimLease(db, LEASED.intentCancellation, [bookingId], gen, leaseMs);
+  return lease && { bookingId, attempts: lease.attempts, leaseToken: lease.token };
 }
 
-/** An attempt that did not get every answer: counted, its error kept, tried again at `retryAt`. */
-export async function retryIntentCancellation(db: CommonQueryMethods, c: IntentCancellationClaim, retryAt: Date, error: string): Promise<void> {
-  await db.query(sql.typeAlias('void')`
-    UPDATE intent_cancellation SET attempts = attempts + 1, last_error = ${error.slice(0, 1000)},
-      next_attempt_at = ${retryAt.toISOString()}::timestamptz
-    WHERE booking_id = ${c.bookingId} AND next_attempt_at = ${c.leaseUntil.toISOString()}::timestamptz AND done_at IS NULL`);
+export const intentCancellationLeaseState = (db: CommonQueryMethods, bookingId: number) => leaseState(db, LEASED.intentCancellation, [bookingId]);
+
+/** The provider has answered for every intent of the booking: settled (false: re-opened meanwhile, or not ours). */
+export async function completeIntentCancellation(db: CommonQueryMethods, c: IntentCancellationClaim): Promise<boolean> {
+  const r = await db.query(sql.typeAlias('void')`
+    UPDATE intent_cancellation SET done_at = now(), last_error = NULL, lease_until = NULL, lease_token = NULL
+    WHERE booking_id = ${c.bookingId} AND lease_token = ${c.leaseToken}::uuid AND done_at IS NULL`);
+  return r.rowCount === 1;
+}
+
+/** An attempt that did not get every answer: its error kept, tried again `retryInMs` from now. */
+export async function retryIntentCancellation(
+  db: CommonQueryMethods, c: IntentCancellationClaim, a: { retryInMs: number; error: string; uncount?: boolean },
+): Promise<boolean> {
+  return releaseLease(db, LEASED.intentCancellation, [c.bookingId], c.leaseToken, a);
 }

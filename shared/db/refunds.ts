@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
+import { claimLease, leaseState, LEASED, releaseLease } from './leases.js';
 
 export const refundRow = z.object({
   id: z.number(),
@@ -9,11 +10,12 @@ export const refundRow = z.object({
   currency: z.string(),
   status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']),
   providerRefundId: z.string().nullable(),
+  gen: z.number(),
 });
 export type RefundRow = z.infer<typeof refundRow>;
 
 const columns = sql.fragment`id, booking_id AS "bookingId", payment_intent_id AS "paymentIntentId", amount, currency, status,
-  provider_refund_id AS "providerRefundId"`;
+  provider_refund_id AS "providerRefundId", job_gen AS gen`;
 
 export interface NewRefund {
   bookingId: number;
@@ -53,44 +55,32 @@ export async function findRefundForWebhook(
     ORDER BY id LIMIT 1`);
 }
 
-/** A refund claimed by a due loop: the row, how many passes claimed it (this one included), and the claim's token. */
-export const claimedRefund = refundRow.extend({ attempts: z.number(), leaseToken: z.string() });
-export type ClaimedRefund = z.infer<typeof claimedRefund>;
+/** A refund claimed by its job: the row, the attempts so far (this one included) and the claim's lease token. */
+export type ClaimedRefund = RefundRow & { attempts: number; leaseToken: string };
 
-/**
- * Claims up to `limit` due PENDING refunds for `leaseSeconds`: SKIP LOCKED, so two worker processes never claim the
- * same row, and the lease (lease_until) makes a row another process claimed and never released (killed mid-call)
- * due again once it runs out. Counts the attempt at the claim: a pass that dies mid-call still counts.
- */
-export async function claimDueRefunds(db: CommonQueryMethods, limit: number, leaseSeconds: number): Promise<readonly ClaimedRefund[]> {
-  return db.any(sql.type(claimedRefund)`
-    UPDATE refund r SET attempts = r.attempts + 1, lease_token = gen_random_uuid(), updated_at = now(),
-      lease_until = now() + make_interval(secs => ${leaseSeconds}),
-      next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
-    FROM (SELECT id FROM refund
-          WHERE status = 'PENDING' AND next_attempt_at <= now()
-          ORDER BY next_attempt_at LIMIT ${limit}
-          FOR UPDATE SKIP LOCKED) due
-    WHERE r.id = due.id
-    RETURNING r.id, r.booking_id AS "bookingId", r.payment_intent_id AS "paymentIntentId", r.amount, r.currency, r.status,
-      r.provider_refund_id AS "providerRefundId", r.attempts, r.lease_token::text AS "leaseToken"`);
+/** Claims the refund for its job (shared/db/leases.ts): null when not claimable now (see refundLeaseState). */
+export async function claimRefund(db: CommonQueryMethods, id: number, gen: number, leaseMs: number): Promise<ClaimedRefund | null> {
+  const lease = await claimLease(db, LEASED.refund, [id], gen, leaseMs);
+  if (!lease) return null;
+  const row = await findRefund(db, id);
+  return row && { ...row, attempts: lease.attempts, leaseToken: lease.token };
 }
 
+export const refundLeaseState = (db: CommonQueryMethods, id: number) => leaseState(db, LEASED.refund, [id]);
+
 /**
- * Ends a claim: the provider refund id when an answer gave one (kept once known), the error of the pass (null
- * when none), and the next try `retryInSeconds` from now. Only the claim's owner writes (its token).
+ * Ends a claim without settling: the provider refund id when an answer gave one (kept once known), the attempt's
+ * error, the next try `retryInMs` from now. Only the claim's holder writes (its token).
  */
 export async function releaseRefund(
   db: CommonQueryMethods,
   claim: { id: number; leaseToken: string },
-  a: { providerRefundId?: string | null; error?: string | null; retryInSeconds: number },
-): Promise<void> {
-  await db.query(sql.typeAlias('void')`
-    UPDATE refund SET updated_at = now(), lease_until = NULL, lease_token = NULL,
-      provider_refund_id = coalesce(provider_refund_id, ${a.providerRefundId ?? null}),
-      last_error = ${a.error ?? null},
-      next_attempt_at = now() + make_interval(secs => ${a.retryInSeconds})
-    WHERE id = ${claim.id} AND lease_token = ${claim.leaseToken}::uuid`);
+  a: { providerRefundId?: string | null; error?: string | null; retryInMs: number; uncount?: boolean },
+): Promise<boolean> {
+  return releaseLease(db, LEASED.refund, [claim.id], claim.leaseToken, {
+    retryInMs: a.retryInMs, error: a.error ?? null, uncount: a.uncount,
+    set: sql.fragment`updated_at = now(), provider_refund_id = coalesce(provider_refund_id, ${a.providerRefundId ?? null})`,
+  });
 }
 
 /** Provider refund ids some refund row already owns (a listed refund adopted by another row is not ours). */
@@ -109,7 +99,7 @@ export async function settleRefund(
   providerRefundId: string | null,
 ): Promise<boolean> {
   const r = await db.query(sql.typeAlias('void')`
-    UPDATE refund SET status = ${status}, updated_at = now(),
+    UPDATE refund SET status = ${status}, updated_at = now(), lease_until = NULL, lease_token = NULL,
       provider_refund_id = coalesce(provider_refund_id, ${providerRefundId})
     WHERE id = ${id} AND status = 'PENDING'`);
   return r.rowCount === 1;

@@ -3,7 +3,7 @@ import { sql, type CommonQueryMethods } from './pool.js';
 // What "settled" means for each table the retention purge trims: the one place to adapt when a table changes.
 //   outbox         published to Kafka (an unpublished row is never purged)
 //   webhook_inbox  every row: its event was applied when it was written (effects are keyed by providerTxnId)
-//   notification   sent (a row is written once its message went out)
+//   notification   settled (sent, logged or skipped: sent_at is the moment it was settled)
 export const RETAINED_TABLES = ['outbox', 'webhook_inbox', 'notification'] as const;
 export type RetainedTable = (typeof RETAINED_TABLES)[number];
 

@@ -26,6 +26,8 @@ interface BookingBase {
   paymentIntentId: string | null;
   /** How many changes so far changed the deposit of this HOLD: its intents are keyed deposit-{id}-v{n} from 1 on. */
   depositVersion: number;
+  /** The generation of the HOLD's job (its id's `g{n}`: expire-{id}-g{n}, paycheck-{id}-g{n}; see domain/jobs.ts). */
+  jobGen: number;
 }
 
 /** One car for [from, to); the car stays blocked until `to` + its turnaround. */

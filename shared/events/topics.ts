@@ -18,10 +18,8 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 export const topicName = (prefix: string, type: string) => `${prefix}${type}`;
 
-/** Events that customers hear about, on each of these channels. */
+/** Events that customers hear about, on each channel of shared/domain/notifications.ts (the `notify` effect). */
 export const NOTIFIED_EVENTS = ['booking.confirmed', 'booking.expired', 'booking.cancelled', 'booking.changed', 'refund.succeeded'] as const satisfies readonly EventType[];
 export type NotifiedEvent = (typeof NOTIFIED_EVENTS)[number];
-export const NOTIFY_CHANNELS = ['sms', 'push'] as const;
-export type Channel = (typeof NOTIFY_CHANNELS)[number];
 
 export const isNotified = (type: EventType): type is NotifiedEvent => (NOTIFIED_EVENTS as readonly EventType[]).includes(type);

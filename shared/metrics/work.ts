@@ -12,6 +12,26 @@ export const jobDuration = new Histogram({
 export const jobFailures = new Counter({
   name: 'job_failures_total', help: 'Failed job attempts by queue (each retry that fails counts)', labelNames: ['queue'], registers,
 });
+/** Adds right after a commit that did not reach Redis (the reconciler arms those jobs from PostgreSQL). */
+export const jobsEnqueueFailed = new Counter({
+  name: 'jobs_enqueue_failed_total', help: 'Job adds after a commit that failed (Redis down or slow); the reconciler arms them', labelNames: ['queue'], registers,
+});
+/**
+ * Jobs the reconciler armed again from PostgreSQL: `missing` (Redis lost it, or an add failed), `failed` (it ended
+ * failed while its work is still owed), `rebuild` (the queue's data was lost: FLUSHALL, a restart, an obliterate).
+ */
+export const jobsRearmed = new Counter({
+  name: 'jobs_rearmed_total', help: 'Jobs armed again from PostgreSQL by the reconciler, by queue and reason (missing | failed | rebuild)',
+  labelNames: ['queue', 'reason'], registers,
+});
+/** Overdue rows whose job exists but has not run (a backlog, a paused or rate-limited queue), at the last pass. */
+export const obligationsOverdue = new Gauge({
+  name: 'obligations_overdue', help: 'Owed work past due (plus its grace) whose job is waiting or delayed, at the reconciler\'s last pass', labelNames: ['queue'], registers,
+});
+/** Unpaid holds the expiry reconciler expired itself (their job was late: a dead worker, Redis unreachable). */
+export const expiryTakeovers = new Counter({
+  name: 'expiry_takeovers_total', help: 'Overdue unpaid holds expired by the reconciler instead of their job (a dead worker, Redis down)', registers,
+});
 /**
  * `pay_requested="false"`: holds nobody tried to pay, due within 1 s of holdExpiresAt (the contract's promise);
  * `"true"`: holds the worker may have kept for up to PAYMENT_GRACE_S while a payment could be in flight.

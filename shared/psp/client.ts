@@ -5,7 +5,6 @@ import {
   handleWhen,
   retry,
   timeout,
-  wrap,
 } from 'cockatiel';
 import { z } from 'zod';
 
@@ -49,6 +48,8 @@ export interface PspClientOptions {
   backoffInitialMs?: number;
   /** Told of every call once it has settled (retries included): for metrics. */
   onCall?: (call: PspCall) => void;
+  /** Awaited before every request (each retry too): a rate gate toward the provider. */
+  beforeCall?: () => Promise<void>;
 }
 
 /** A settled call: `operation` is the method and path template, e.g. `GET /v1/payment_intents/{id}`. */
@@ -78,9 +79,20 @@ export class ProviderRejectedError extends Error {
   constructor(
     readonly status: number,
     readonly body: unknown,
+    /** A 429's (or 503's) Retry-After, in ms, when the provider sent one. */
+    readonly retryAfterMs: number | null = null,
   ) {
     super(`payment provider rejected the request with ${status}`);
   }
+}
+
+/** Retry-After as seconds or an HTTP date, in ms from `now`; null when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | null {
+  if (!value) return null;
+  const s = value.trim();
+  if (/^\d+(\.\d+)?$/.test(s)) return Math.round(Number(s) * 1000);
+  const at = Date.parse(s);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
 class ServerError extends Error {
@@ -95,15 +107,22 @@ const isTimeout = (e: unknown) => e instanceof TaskCancelledError;
 const isTransient = (e: Error) =>
   e instanceof ServerError || isTimeout(e) || e instanceof TypeError; // fetch: TypeError on network failure
 
-/** Retries (outer) around a per-attempt timeout (inner) that aborts the attempt's fetch. */
+/**
+ * Retries (outer) around a per-attempt timeout (inner) that aborts the attempt's fetch. `gate` (a rate limit) is
+ * awaited before each attempt, outside its timeout: waiting for a slot is not the provider being slow.
+ */
 function attemptPolicy(timeoutMs: number, retries: number, backoffInitialMs: number) {
-  return wrap(
-    retry(handleWhen(isTransient), {
-      maxAttempts: retries,
-      backoff: new ExponentialBackoff({ initialDelay: backoffInitialMs, maxDelay: 5_000 }),
+  const outer = retry(handleWhen(isTransient), {
+    maxAttempts: retries,
+    backoff: new ExponentialBackoff({ initialDelay: backoffInitialMs, maxDelay: 5_000 }),
+  });
+  const inner = timeout(timeoutMs, TimeoutStrategy.Aggressive);
+  return {
+    execute: <T>(fn: (c: { signal: AbortSignal }) => Promise<T>, gate?: () => Promise<void>) => outer.execute(async () => {
+      await gate?.();
+      return inner.execute(fn);
     }),
-    timeout(timeoutMs, TimeoutStrategy.Aggressive),
-  );
+  };
 }
 
 export class PspClient {
@@ -113,13 +132,25 @@ export class PspClient {
   /** The same timeout, no retry: for POSTs whose outcome the caller resolves by looking up (refunds). */
   private readonly single: ReturnType<typeof attemptPolicy>;
   private readonly onCall?: (call: PspCall) => void;
+  private readonly beforeCall?: () => Promise<void>;
 
-  constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100, onCall }: PspClientOptions) {
+  constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100, onCall, beforeCall }: PspClientOptions) {
     this.baseUrl = baseUrl.replace(/\/+$/, '');
     this.apiKey = apiKey;
     this.policy = attemptPolicy(timeoutMs, retries, backoffInitialMs);
     this.single = attemptPolicy(timeoutMs, 0, backoffInitialMs);
     this.onCall = onCall;
+    this.beforeCall = beforeCall;
+  }
+
+  /**
+   * This client, every request of which first waits on `gate` (a queue's rate limit toward the provider): a view
+   * of it (its prototype), so it shares its policies, and anything wrapped on it afterwards (tests count calls so).
+   */
+  gated(gate: () => Promise<void>): PspClient {
+    const view = Object.create(this) as PspClient;
+    Object.defineProperty(view, 'beforeCall', { value: gate });
+    return view;
   }
 
   createPaymentIntent(
@@ -208,20 +239,20 @@ export class PspClient {
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
     const payload = body === undefined ? undefined : JSON.stringify(body);
 
-    let answer: { status: number; text: string };
+    let answer: { status: number; text: string; retryAfter: string | null };
     try {
       answer = await policy.execute(async ({ signal }) => {
         const res = await fetch(this.baseUrl + path, { method, headers, body: payload, signal });
         const text = await res.text(); // inside the timeout: a stalled body is a timeout too
         if (res.status >= 500) throw new ServerError(res.status);
-        return { status: res.status, text };
-      });
+        return { status: res.status, text, retryAfter: res.headers.get('retry-after') };
+      }, this.beforeCall);
     } catch (e) {
       const reason = isTimeout(e) ? 'timed out' : e instanceof Error ? e.message : String(e);
       throw new ProviderUnreachableError(`payment provider unreachable: ${method} ${path}: ${reason}`, { cause: e });
     }
 
-    if (answer.status >= 400) throw new ProviderRejectedError(answer.status, parseJsonOr(answer.text));
+    if (answer.status >= 400) throw new ProviderRejectedError(answer.status, parseJsonOr(answer.text), parseRetryAfter(answer.retryAfter));
     // An unreadable 2xx leaves the outcome unknown, like a timeout; retrying with the same key is safe.
     const parsed = schema.safeParse(parseJsonOr(answer.text));
     if (!parsed.success) {

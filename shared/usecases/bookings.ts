@@ -7,9 +7,11 @@ import { cancellationRefund, mayRunTrip, visibleTo, type Booking, type BookingKi
 import { findBooking, moneyOf, transition } from '../db/bookings.js';
 import { confirmingPayment } from '../db/payments.js';
 import { writeEvent } from '../events/outbox.js';
-import { requireIntentsCancelled } from './intent-cancellations.js';
-import { applyInventoryEffect } from './inventory-effects.js';
-import { requestRefund } from './refunds.js';
+import { requireIntentsCancelled } from './effects/intents.js';
+import { applyInventoryEffect } from './effects/inventory.js';
+import { notify } from './effects/notify.js';
+import { requestRefund } from './effects/refunds.js';
+import { transact } from './transact.js';
 
 export interface BookingView {
   bookingId: number;
@@ -66,7 +68,7 @@ export interface CancelResult {
 }
 
 export async function cancelBooking(deps: Deps, actor: Actor, id: number, reason: string | null): Promise<CancelResult> {
-  return deps.db.transaction(async (tx) => {
+  return transact(deps, async (tx) => {
     const b = visibleTo(actor, await findBooking(tx, id, { forUpdate: true }));
     if (!nextStatus(b.status, 'cancel')) throw invalidState(b.status, 'cancel');
     const now = deps.clock.now();
@@ -74,9 +76,10 @@ export async function cancelBooking(deps: Deps, actor: Actor, id: number, reason
     await transition(tx, b, 'CANCELLED');
     await applyInventoryEffect(tx, b, b.status, 'CANCELLED', describeActor(actor));
     if (b.status === 'HOLD') await requireIntentsCancelled(tx, b, now);
-    await writeEvent(tx, 'booking.cancelled', now, {
+    const eventId = await writeEvent(tx, 'booking.cancelled', now, {
       bookingId: b.id, customerId: b.customerId, cancelledBy: describeActor(actor), reason, refundAmount: refund, currency: b.currency,
     });
+    await notify(tx, { type: 'booking.cancelled', eventId, bookingId: b.id });
     if (refund > 0) {
       const payment = await confirmingPayment(tx, b.id);
       if (!payment) throw new Error(`confirmed booking ${b.id} has no confirming payment`);
@@ -91,7 +94,7 @@ const tripEvents = { pickup: 'booking.started', return: 'booking.completed' } as
 /** pickup (CONFIRMED → ON_TRIP) and return (ON_TRIP → COMPLETED): the car's host or an operator. */
 export async function advanceTrip(deps: Deps, actor: Actor, id: number, action: 'pickup' | 'return') {
   if (actor.role === 'customer') throw forbidden();
-  return deps.db.transaction(async (tx) => {
+  return transact(deps, async (tx) => {
     const b = await findBooking(tx, id, { forUpdate: true });
     if (!b || !mayRunTrip(actor, b)) throw notFound('booking');
     const to = nextStatus(b.status, action);

@@ -13,11 +13,14 @@ import { supersedeCurrentIntent } from '../db/changes.js';
 import { writeEvent } from '../events/outbox.js';
 import { bookingView, type BookingView } from './bookings.js';
 import { idempotent, type Outcome, type Remember } from './idempotency.js';
-import { requireIntentsCancelled } from './intent-cancellations.js';
-import { requestRefund } from './refunds.js';
+import { requireIntentsCancelled } from './effects/intents.js';
+import { requestRefund } from './effects/refunds.js';
+import { notify } from './effects/notify.js';
+import { transact } from './transact.js';
 import { prepareCarChange, prepareStayChange } from './change-terms.js';
 
-// POST /bookings/{id}/change (CONTRACT "Changing a booking"): one transaction, opened here and only here. It locks the
+// POST /bookings/{id}/change (CONTRACT "Changing a booking"): one transaction (`transact`, which adds the jobs its
+// effects noted right after the commit), opened here and only here. It locks the
 // booking row (as expiry, payment and cancellation do, and compares-and-sets its version), judges the request on
 // it, takes what the new terms need under the constraints that decide a hold while freeing what they no longer need,
 // and writes booking.changed with the money that follows: a HOLD's superseded intents are owed a cancellation, a
@@ -54,7 +57,7 @@ async function changeInOneTransaction(
   deps: Deps, actor: Actor, id: number, request: ChangeRequest, remember?: Remember<ChangeResult>,
 ): Promise<ChangeResult> {
   try {
-    return await deps.db.transaction(async (tx) => {
+    return await transact(deps, async (tx) => {
       const b = visibleTo(actor, await findBooking(tx, id, { forUpdate: true }));
       const now = deps.clock.now();
       const plan = planChange(b, request, now);
@@ -96,14 +99,16 @@ interface ChangedMoney {
   refundAmount: number;
 }
 
-/** booking.changed (its notifications with it, as for booking.confirmed). */
+/** booking.changed and its notifications (sms and push, as for booking.confirmed). */
 async function writeChanged(tx: CommonQueryMethods, b: Booking, plan: ChangePlan, now: Date, m: ChangedMoney): Promise<void> {
   const common = { bookingId: b.id, customerId: b.customerId, status: b.status as 'HOLD' | 'CONFIRMED' | 'ON_TRIP', currency: b.currency, ...m };
   if (plan.kind === 'car') {
     const carTerms = (t: typeof plan.before) => ({ carId: t.carId, from: t.from.toISOString(), to: t.to.toISOString() });
-    await writeEvent(tx, 'booking.changed', now, { ...common, kind: 'car', before: carTerms(plan.before), after: carTerms(plan.after) });
+    const eventId = await writeEvent(tx, 'booking.changed', now, { ...common, kind: 'car', before: carTerms(plan.before), after: carTerms(plan.after) });
+    await notify(tx, { type: 'booking.changed', eventId, bookingId: b.id });
   } else {
-    await writeEvent(tx, 'booking.changed', now, { ...common, kind: 'stay', before: plan.before, after: plan.after });
+    const eventId = await writeEvent(tx, 'booking.changed', now, { ...common, kind: 'stay', before: plan.before, after: plan.after });
+    await notify(tx, { type: 'booking.changed', eventId, bookingId: b.id });
   }
 }
 

@@ -1,80 +1,99 @@
 import type { Deps } from './deps.js';
-import { deferExpiryCheck, findBooking, lockNextDueHold, transition } from '../db/bookings.js';
 import type { Booking } from '../domain/booking.js';
-import type { CommonQueryMethods } from '../db/pool.js';
-import { writeEvent } from '../events/outbox.js';
-import { applyInventoryEffect } from './inventory-effects.js';
-import { confirmFromProvider } from './payments.js';
-import { requireIntentsCancelled } from './intent-cancellations.js';
+import { backoffMs } from '../domain/backoff.js';
+import { inWords, type JobOutcome } from '../domain/jobs.js';
+import {
+  claimPaymentCheck, deferExpiryCheck, findBooking, lockOverdueUnpaidHolds, paymentCheckLeaseState, releasePaymentCheck,
+} from '../db/bookings.js';
 import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
+import { expireLocked, handOverToPaymentCheck, type Expired } from './effects/expiry.js';
+import { confirmFromProvider } from './payments.js';
+import { transact } from './transact.js';
+
+// CONTRACT "Expiry". A HOLD's expiry job (expire-{id}-g{n}, delayed to holdExpiresAt) expires it when nobody asked
+// to pay; when someone did, it hands the hold to its payment check (paycheck-{id}-g{n}), which asks the provider:
+// `succeeded` confirms it (the webhook's code path), `processing` or no answer keeps it (re-checked with backoff)
+// for up to PAYMENT_GRACE_S, anything else expires it. Expiry and confirmation race on the booking's version: exactly
+// one wins. The expiry reconciler expires an overdue unpaid hold itself (expireOverdueHolds) when its job is late.
 
 export type ExpiryOutcome =
   | { kind: 'not_hold' }
+  | { kind: 'superseded'; gen: number }
   | { kind: 'not_due'; checkAt: Date }
+  | { kind: 'handed_over' }
+  | { kind: 'leased'; until: Date }
   | { kind: 'kept'; checkAt: Date; why: 'processing' | 'unreachable' }
+  | { kind: 'throttled'; forMs: number }
   | { kind: 'confirmed' }
-  /** `lateMs`: EXPIRED − holdExpiresAt, for the expiry lag metric (payRequested: the hold may have been kept for a payment). */
-  | { kind: 'expired'; lateMs: number; payRequested: boolean }
+  | Expired
   | { kind: 'lost_race' };
 
-/** Re-check delay while a payment may be in flight: grows with the time past expiry, 1 s to 30 s. */
+/** The job's view of its hold: which booking, and the generation in its id. */
+export interface HoldJob {
+  bookingId: number;
+  gen: number;
+}
+
+/** Re-check delay while a payment may be in flight: 1 s, 2 s, 4 s … at most 30 s, by the time past expiry. */
 export function recheckDelayMs(msPastExpiry: number): number {
-  return Math.min(30_000, Math.max(1_000, Math.floor(msPastExpiry / 2)));
+  const checksSoFar = 1 + Math.floor(Math.log2(1 + Math.max(0, msPastExpiry) / 1000));
+  return backoffMs(checksSoFar, { baseMs: 1000, capMs: 30_000 });
 }
 
-type Decision = ExpiryOutcome | { ask: Booking; expiresAt: Date };
-
-/**
- * The decision on a HOLD the caller has locked: not due yet, expired here and now (no payment asked for: the common
- * case, one transaction), or "ask the provider first". With `leaseMs` (the expiry loop's claim), a hold whose
- * provider must be asked keeps its claim while the lock is released: its next check is pushed to now + lease, so
- * no other expiry process takes it meanwhile, and it comes due again if this process dies.
- */
-async function decideLocked(tx: CommonQueryMethods, deps: Deps, b: Booking | null, leaseMs: number | null): Promise<Decision> {
-  // A HOLD always has holdExpiresAt (a table CHECK).
+/** Why a job does nothing to this hold now, or null when it is a HOLD of the job's generation that is due. */
+function notMine(b: Booking | null, job: HoldJob, now: Date): ExpiryOutcome | null {
   if (!b || b.status !== 'HOLD' || !b.holdExpiresAt) return { kind: 'not_hold' };
-  const now = deps.clock.now();
-  if (now < b.holdExpiresAt) {
-    if (leaseMs !== null) await deferExpiryCheck(tx, b.id, b.holdExpiresAt);
-    return { kind: 'not_due', checkAt: b.holdExpiresAt };
-  }
-  if (b.payRequestedAt) {
-    if (leaseMs !== null) await deferExpiryCheck(tx, b.id, new Date(now.getTime() + leaseMs));
-    return { ask: b, expiresAt: b.holdExpiresAt };
-  }
-  return expireLocked(tx, deps, b);
+  if (b.jobGen > job.gen) return { kind: 'superseded', gen: b.jobGen };
+  if (now < b.holdExpiresAt) return { kind: 'not_due', checkAt: b.holdExpiresAt };
+  return null;
 }
 
 /**
- * Expires a HOLD past holdExpiresAt unless a payment may be in flight. When the customer asked to pay, the
- * provider is asked first: `succeeded` confirms through the webhook's code path, `processing` or no answer keeps
- * the hold (re-checked with backoff: next_expiry_check_at) for up to PAYMENT_GRACE_S past holdExpiresAt.
+ * The expiry job's decision, under the booking's row lock: not due yet (fired early or promoted: its next check is
+ * holdExpiresAt), EXPIRED here and now (nobody asked to pay), or handed to its payment check.
  */
-export async function processExpiry(deps: Deps, bookingId: number): Promise<ExpiryOutcome> {
-  const first = await deps.db.transaction(async (tx) => decideLocked(tx, deps, await findBooking(tx, bookingId, { forUpdate: true }), null));
-  return 'ask' in first ? askThenExpire(deps, first.ask, first.expiresAt) : first;
-}
-
-/**
- * The expiry loop's step: claims the next due HOLD (its next check has come) with FOR UPDATE SKIP LOCKED — any
- * number of expiry processes share the due holds, none waits for or repeats another's — and decides it under that
- * lock. Null when none is due. A hold whose provider must be asked comes back as `ask` (leased, lock released), to
- * be run by the caller without holding up the next claim.
- */
-export async function expireNextDue(
-  deps: Deps, leaseMs: number, o: { unpaidOnly?: boolean } = {},
-): Promise<null | { done: ExpiryOutcome } | { bookingId: number; ask: () => Promise<ExpiryOutcome> }> {
-  const first = await deps.db.transaction(async (tx) => {
-    const b = await lockNextDueHold(tx, deps.clock.now(), o);
-    return b ? decideLocked(tx, deps, b, leaseMs) : null;
+export async function decideExpiry(deps: Deps, job: HoldJob): Promise<ExpiryOutcome> {
+  return transact(deps, async (tx) => {
+    const b = await findBooking(tx, job.bookingId, { forUpdate: true });
+    const now = deps.clock.now();
+    const skip = notMine(b, job, now);
+    if (skip?.kind === 'not_due') await deferExpiryCheck(tx, job.bookingId, skip.checkAt);
+    if (skip) return skip;
+    if (b!.payRequestedAt) {
+      handOverToPaymentCheck(tx, b!, now);
+      return { kind: 'handed_over' };
+    }
+    return expireLocked(tx, deps, b!);
   });
-  if (first === null) return null;
-  return 'ask' in first ? { bookingId: first.ask.id, ask: () => askThenExpire(deps, first.ask, first.expiresAt) } : { done: first };
 }
 
-/** A payment may be in flight: asks the provider without holding the lock, then expires only if the booking is still the version seen. */
-async function askThenExpire(deps: Deps, b: Booking, expiresAtDate: Date): Promise<ExpiryOutcome> {
-  const now = deps.clock.now();
+/**
+ * The payment check of a HOLD past holdExpiresAt whose customer asked to pay. It claims the hold (a lease, no row
+ * lock), asks the provider, and then confirms, keeps or expires it; expiry only if the booking is still the
+ * version it saw. A hold nobody asked to pay is simply expired.
+ */
+export async function checkPayment(deps: Deps, job: HoldJob): Promise<ExpiryOutcome> {
+  const b = await findBooking(deps.db, job.bookingId);
+  const skip = notMine(b, job, deps.clock.now());
+  if (skip) return skip;
+  if (!b!.payRequestedAt) return decideExpiry(deps, job);
+  const lease = await claimPaymentCheck(deps.db, b!.id, job.gen, deps.config.LEASE_S * 1000);
+  if (!lease) {
+    const state = await paymentCheckLeaseState(deps.db, b!.id);
+    if (!state?.open) return { kind: 'not_hold' };
+    if (state.gen > job.gen) return { kind: 'superseded', gen: state.gen };
+    return { kind: 'leased', until: state.leaseUntil ?? new Date(deps.clock.now().getTime() + 1000) };
+  }
+  try {
+    return await askThenDecide(deps, b!, lease.token);
+  } catch (e) {
+    // The database failed mid-check (the provider's answers are handled inside): free the hold for the retry.
+    await releasePaymentCheck(deps.db, b!.id, lease.token, 0).catch(() => {});
+    throw e;
+  }
+}
+
+async function askThenDecide(deps: Deps, b: Booking, token: string): Promise<ExpiryOutcome> {
   let keep: 'processing' | 'unreachable' | null = null;
   try {
     const intents = await deps.psp.listPaymentIntents(String(b.id));
@@ -89,18 +108,25 @@ async function askThenExpire(deps: Deps, b: Booking, expiresAtDate: Date): Promi
     }
     if (intents.some((i) => i.status === 'processing')) keep = 'processing';
   } catch (e) {
-    // Only "cannot be reached" (connection, timeout, 5xx) may keep a hold; a 4xx says nothing is in flight.
+    // "Cannot be reached" (connection, timeout, 5xx) keeps a hold; a 429 says "not now" (the queue pauses); any
+    // other 4xx says nothing is in flight.
+    if (e instanceof ProviderRejectedError && e.status === 429) {
+      const forMs = e.retryAfterMs ?? 1000;
+      await releasePaymentCheck(deps.db, b.id, token, forMs);
+      return { kind: 'throttled', forMs };
+    }
     if (e instanceof ProviderUnreachableError) keep = 'unreachable';
     else if (!(e instanceof ProviderRejectedError)) throw e;
   }
-  const expiresAt = expiresAtDate.getTime();
+  const now = deps.clock.now().getTime();
+  const expiresAt = b.holdExpiresAt!.getTime();
   const deadline = expiresAt + deps.config.PAYMENT_GRACE_S * 1000;
-  if (keep && now.getTime() < deadline) {
-    const next = new Date(Math.min(deadline, now.getTime() + recheckDelayMs(now.getTime() - expiresAt)));
-    await deferExpiryCheck(deps.db, b.id, next);
-    return { kind: 'kept', checkAt: next, why: keep };
+  if (keep && now < deadline) {
+    const next = Math.min(deadline, now + recheckDelayMs(now - expiresAt));
+    await releasePaymentCheck(deps.db, b.id, token, next - now);
+    return { kind: 'kept', checkAt: new Date(next), why: keep };
   }
-  return deps.db.transaction(async (tx) => {
+  return transact(deps, async (tx) => {
     const locked = await findBooking(tx, b.id, { forUpdate: true });
     if (!locked || locked.status !== 'HOLD' || locked.version !== b.version) return { kind: 'lost_race' as const };
     return expireLocked(tx, deps, locked);
@@ -108,14 +134,37 @@ async function askThenExpire(deps: Deps, b: Booking, expiresAtDate: Date): Promi
 }
 
 /**
- * HOLD → EXPIRED on a booking the caller has locked: frees the inventory, writes booking.expired and, when a
- * payment was asked for, the obligation to cancel its intents.
+ * The expiry reconciler's take-over: expires (under the row lock, SKIP LOCKED past holds a job is deciding) the
+ * unpaid holds overdue by more than `graceMs`. Their job was late: its worker died mid-job, or Redis is unreachable
+ * (holds placed while it is down have no job at all). A job that runs later finds EXPIRED and does nothing.
  */
-async function expireLocked(tx: CommonQueryMethods, deps: Deps, b: Booking): Promise<ExpiryOutcome> {
-  await transition(tx, b, 'EXPIRED');
-  await applyInventoryEffect(tx, b, 'HOLD', 'EXPIRED', 'system:expiry');
-  const now = deps.clock.now();
-  await requireIntentsCancelled(tx, b, now);
-  await writeEvent(tx, 'booking.expired', now, { bookingId: b.id, customerId: b.customerId, kind: b.kind });
-  return { kind: 'expired', lateMs: now.getTime() - (b.holdExpiresAt?.getTime() ?? now.getTime()), payRequested: b.payRequestedAt !== null };
+export async function expireOverdueHolds(deps: Deps, graceMs: number, limit = 100): Promise<Expired[]> {
+  return transact(deps, async (tx) => {
+    const holds = await lockOverdueUnpaidHolds(tx, deps.clock.now(), graceMs, limit);
+    const expired: Expired[] = [];
+    for (const b of holds) expired.push(await expireLocked(tx, deps, b));
+    return expired;
+  });
+}
+
+/** What an expiry or payment-check job tells BullMQ, and the line it leaves in the job's log. */
+export function expiryJobOutcome(o: ExpiryOutcome, now: Date): JobOutcome {
+  switch (o.kind) {
+    case 'not_due':
+      return { kind: 'later', at: o.checkAt, log: `not due yet: checked at holdExpiresAt ${o.checkAt.toISOString()}` };
+    case 'leased':
+      return { kind: 'later', at: new Date(o.until.getTime() + 100), log: `another check holds the booking until ${o.until.toISOString()}` };
+    case 'kept':
+      return { kind: 'later', at: o.checkAt, log: `kept: provider ${o.why}; next check ${inWords(o.checkAt.getTime() - now.getTime())}` };
+    case 'throttled':
+      return { kind: 'paused', forMs: o.forMs, log: `provider answered 429; queue paused ${inWords(o.forMs)}` };
+    case 'superseded':
+      return { kind: 'done', result: o.kind, log: `superseded by the job of generation ${o.gen}` };
+    case 'handed_over':
+      return { kind: 'done', result: o.kind, log: 'pay was asked: handed to its payment check (payment-checks queue)' };
+    case 'expired':
+      return { kind: 'done', result: o.kind, log: `EXPIRED ${o.lateMs} ms after holdExpiresAt` };
+    default:
+      return { kind: 'done', result: o.kind, log: o.kind === 'confirmed' ? 'provider: succeeded; CONFIRMED' : o.kind };
+  }
 }

@@ -8,6 +8,8 @@ import { carDays, soldOut } from '../domain/rates.js';
 import { attributeChanges, moveRooms } from '../db/inventory.js';
 import { insertCarHold, insertCarHoldWithEvent, insertStayHold } from '../db/bookings.js';
 import { draftCarHeld, writeEvent } from '../events/outbox.js';
+import { armHoldExpiry } from './effects/expiry.js';
+import { afterStatement, transact } from './transact.js';
 import type { CommonQueryMethods } from '../db/pool.js';
 import { idempotent, type Outcome, type Remember } from './idempotency.js';
 import { judgeLocked, judgeUnlocked, prepareStay, type PreparedStay } from './stay-pricing.js';
@@ -110,6 +112,7 @@ async function commitHold(
     bookingId, customerId: hold.actor.id, ...booked, holdExpiresAt: result.holdExpiresAt, depositAmount, totalAmount, currency,
   });
   await hold.beforeCommit?.(tx, result);
+  armHoldExpiry(tx, bookingId, hold.expiresAt);
   return result;
 }
 
@@ -125,9 +128,11 @@ async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind:
       const draft = draftCarHeld(hold.now, { customerId: hold.actor.id, ...booked, holdExpiresAt: hold.expiresAt.toISOString() });
       const row = await insertCarHoldWithEvent(deps.prepared, newHold, draft);
       if (!row) throw notFound('car');
+      // One statement, no transaction to hang the job on: its expiry job is added right after it returned.
+      await afterStatement(deps, [{ kind: 'expiry', bookingId: row.id, gen: 0, runAt: hold.expiresAt }]);
       return holdResult(deps, hold, { ...row, bookingId: row.id, booked });
     }
-    return await deps.db.transaction(async (tx) => {
+    return await transact(deps, async (tx) => {
       const row = await insertCarHold(tx, newHold);
       if (!row) throw notFound('car');
       return commitHold(tx, deps, hold, { ...row, bookingId: row.id, booked });
@@ -152,7 +157,7 @@ async function holdStay(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind
   // out (the hot last-rooms case), restricted or repriced; acceptance is only ever decided under the locks below.
   await judgeUnlocked(deps.db, stay);
   try {
-    return await deps.db.transaction(async (tx) => {
+    return await transact(deps, async (tx) => {
       const price = await judgeLocked(tx, stay);
       const totalAmount = price?.totalAmount ?? null;
       const id = await insertStayHold(tx, {

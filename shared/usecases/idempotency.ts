@@ -51,12 +51,6 @@ const refusalOf = (e: DomainError): Refusal => ({ code: e.code, message: e.messa
 /** A refusal remembered for a key, to throw again: same code, message and details, so the same answer. */
 export const refusalError = (r: Refusal) => new DomainError(r.code, r.message, r.details);
 
-/** A completed key's outcome; rows from before outcomes were stored (gone 48 h after upgrade) hold an HTTP answer. */
-function storedOutcome<T>(outcome: unknown, legacyStatus: number | null): Outcome<T> {
-  if (legacyStatus === null) return outcome as Outcome<T>;
-  return legacyStatus < 400 ? { ok: true, value: outcome as T } : { ok: false, error: (outcome as { error: Refusal }).error };
-}
-
 /**
  * Runs `run` at most once per scope (always when there is none). `run` gets the `remember` it must call
  * in its transaction. A refusal (DomainError) is remembered after the fact; transient failures release
@@ -74,7 +68,7 @@ export async function idempotent<T>(
   if (claim.kind !== 'claimed' && claim.requestHash !== hash) {
     throw new DomainError('IDEMPOTENCY_KEY_REUSED', 'this Idempotency-Key was used with a different request body');
   }
-  if (claim.kind === 'replay') return { outcome: storedOutcome<T>(claim.outcome, claim.legacyStatus), replayed: true };
+  if (claim.kind === 'replay') return { outcome: claim.outcome as Outcome<T>, replayed: true };
   if (claim.kind === 'in_progress') {
     throw new DomainError('IDEMPOTENCY_IN_PROGRESS', 'a request with this Idempotency-Key is being processed');
   }

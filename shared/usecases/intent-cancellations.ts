@@ -1,31 +1,27 @@
 import type { Deps } from './deps.js';
-import type { Booking } from '../domain/booking.js';
-import type { CommonQueryMethods } from '../db/pool.js';
+import { backoffMs } from '../domain/backoff.js';
+import { inWords, type JobOutcome } from '../domain/jobs.js';
 import { findBooking } from '../db/bookings.js';
 import {
-  completeIntentCancellation, requireIntentCancellation, retryIntentCancellation, type IntentCancellationClaim,
+  claimIntentCancellation, completeIntentCancellation, intentCancellationLeaseState, retryIntentCancellation, type IntentCancellationClaim,
 } from '../db/intent-cancellations.js';
 import { ProviderRejectedError, type PaymentIntent } from '../psp/client.js';
+import { QUEUES } from '../queues/registry.js';
 import { confirmFromProvider } from './payments.js';
+import { unclaimedOutcome } from './unclaimed.js';
 import { supersededIntents } from '../db/changes.js';
 
 // CONTRACT "Expiry": when a booking leaves HOLD unpaid (EXPIRED, CANCELLED), every payment intent created for it
 // is cancelled at the provider, retried until the provider answers; an intent found already succeeded is refunded
-// in full, whether or not its webhook ever arrives. CONTRACT "Changing a booking": so are the intents of a HOLD whose
-// deposit a change replaced (not the one of its current deposit).
+// in full, whether or not its webhook ever arrives. The obligation is written by the requireIntentsCancelled effect.
+// CONTRACT "Changing a booking": so are the intents of a HOLD whose deposit a change replaced (not the one of its
+// current deposit); the change re-opens the obligation (reopenIntentCancellation).
 
-/**
- * In the transaction that moves `b` out of HOLD unpaid: the obligation to cancel its intents. Only a booking whose
- * customer asked to pay can have one (the intent is created after pay_requested_at is set, and only for a HOLD).
- */
-export async function requireIntentsCancelled(tx: CommonQueryMethods, b: Booking, now: Date): Promise<void> {
-  if (b.payRequestedAt) await requireIntentCancellation(tx, b.id, now);
-}
-
-/** 1 s, 2 s, 4 s … capped at 5 min between attempts while the provider does not answer. */
-export const cancelRetryDelayMs = (attempts: number) => Math.min(300_000, 1000 * 2 ** Math.min(20, attempts));
-
-export type IntentCancellationOutcome = { kind: 'done'; cancelled: number; refunded: number } | { kind: 'retry'; error: string };
+export type IntentCancellationOutcome =
+  | { kind: 'done'; cancelled: number; refunded: number }
+  | { kind: 'reopened' }
+  | { kind: 'retry'; inMs: number; error: string }
+  | { kind: 'throttled'; forMs: number; error: string };
 
 /**
  * One attempt at a claimed obligation: every intent of the booking (the provider's list by reference, and the one
@@ -66,10 +62,16 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
     }
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
-    await retryIntentCancellation(deps.db, claim, new Date(deps.clock.now().getTime() + cancelRetryDelayMs(claim.attempts)), error);
-    return { kind: 'retry', error };
+    if (e instanceof ProviderRejectedError && e.status === 429 && e.retryAfterMs !== null) {
+      await retryIntentCancellation(deps.db, claim, { retryInMs: e.retryAfterMs, error, uncount: true });
+      return { kind: 'throttled', forMs: e.retryAfterMs, error };
+    }
+    const inMs = backoffMs(claim.attempts, QUEUES['intent-cancellations'].backoff);
+    await retryIntentCancellation(deps.db, claim, { retryInMs: inMs, error });
+    return { kind: 'retry', inMs, error };
   }
-  await completeIntentCancellation(deps.db, claim, deps.clock.now());
+  // Re-opened meanwhile (an intent created after the booking left HOLD): this attempt may have missed it.
+  if (!(await completeIntentCancellation(deps.db, claim))) return { kind: 'reopened' };
   return { kind: 'done', cancelled, refunded };
 }
 
@@ -82,5 +84,23 @@ async function cancelOne(deps: Deps, item: PaymentIntent | string): Promise<Paym
   } catch (e) {
     if (e instanceof ProviderRejectedError && e.status === 404) return null;
     throw e;
+  }
+}
+
+/** The intent-cancellation job (cancel-intents-{bookingId}-g{gen}). */
+export async function runIntentCancellationJob(deps: Deps, job: { bookingId: number; gen: number }): Promise<JobOutcome> {
+  const claim = await claimIntentCancellation(deps.db, job.bookingId, job.gen, deps.config.LEASE_S * 1000);
+  if (!claim) return unclaimedOutcome(await intentCancellationLeaseState(deps.db, job.bookingId), job.gen, deps.clock.now());
+  const o = await cancelIntentsOf(deps, claim);
+  const attempt = `attempt ${claim.attempts}`;
+  switch (o.kind) {
+    case 'done':
+      return { kind: 'done', result: 'done', log: `${attempt}: ${o.cancelled} cancelled, ${o.refunded} refunded (had succeeded)` };
+    case 'reopened':
+      return { kind: 'retry', inMs: 0, error: 're-opened during the attempt', log: `${attempt}: re-opened meanwhile (an intent created late); again now` };
+    case 'throttled':
+      return { kind: 'paused', forMs: o.forMs, log: `${attempt}: provider 429; queue paused ${inWords(o.forMs)} (not counted)` };
+    default:
+      return { kind: 'retry', inMs: o.inMs, error: o.error, log: `${attempt}: ${o.error}; next attempt ${inWords(o.inMs)}` };
   }
 }

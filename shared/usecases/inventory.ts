@@ -1,5 +1,6 @@
 import { CheckIntegrityConstraintViolationError } from 'slonik';
 import type { Deps } from './deps.js';
+import { transact } from './transact.js';
 import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
 import { DomainError, notFound } from '../domain/errors.js';
@@ -32,7 +33,7 @@ export async function adjustInventory(
   checkRange(q.from, q.to);
   await roomTypeFor(deps, actor, roomTypeId);
   try {
-    const answer = await deps.db.transaction(async (tx) => {
+    const answer = await transact(deps, async (tx) => {
       await lockRoomTypeInventory(tx, roomTypeId);
       await lockNights(tx, roomTypeId, q.from, q.to);
       await attributeChanges(tx, { actor: describeActor(actor), reason: q.reason, bookingId: null });

@@ -5,6 +5,8 @@ import { parseIdText } from '../domain/ids.js';
 import { searchBookings, type BookingSearch, type FoundBooking } from '../db/booking-search.js';
 import { getBooking, type BookingView } from './bookings.js';
 import { readTimeline, type TimelinePage } from './timeline.js';
+import { bookingJobKeys } from '../db/obligations.js';
+import type { JobRequest } from '../domain/jobs.js';
 
 // What the operator page (dashboards/, behind the dashboard's Basic auth) reads: it acts as an operator, who
 // may see every booking.
@@ -32,3 +34,6 @@ export async function bookingStory(deps: Deps, id: number, q: { limit: number; c
   const booking = await getBooking(deps, DASHBOARD_OPERATOR, id);
   return { booking, timeline: await readTimeline(deps, id, q) };
 }
+
+/** The keys of every job a booking's obligations can have had (each row's generations 0 … its job_gen). */
+export const bookingJobRequests = (deps: Pick<Deps, 'db'>, bookingId: number): Promise<JobRequest[]> => bookingJobKeys(deps.db, bookingId);

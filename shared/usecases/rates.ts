@@ -1,4 +1,5 @@
 import type { Deps } from './deps.js';
+import { transact } from './transact.js';
 import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
 import { notFound, validation } from '../domain/errors.js';
@@ -30,7 +31,7 @@ export async function setCalendar(deps: Deps, actor: Actor, ratePlanId: number, 
   const change: CalendarChange = {};
   for (const f of CALENDAR_FIELDS) if (input[f] !== undefined) (change[f] as unknown) = input[f];
   if (Object.keys(change).length === 0) throw validation('body', `set at least one of ${CALENDAR_FIELDS.join(', ')}`);
-  return deps.db.transaction(async (tx) => {
+  return transact(deps, async (tx) => {
     const plan = await findRatePlan(tx, ratePlanId, 'write');
     if (!plan) throw notFound('rate plan');
     await attributeChanges(tx, { actor: describeActor(actor), reason: input.reason, bookingId: null });

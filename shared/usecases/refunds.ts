@@ -1,41 +1,20 @@
 import type { Deps } from './deps.js';
-import type { CommonQueryMethods } from '../db/pool.js';
-import {
-  insertRefund, ownedProviderRefundIds, releaseRefund, settleRefund, type ClaimedRefund, type NewRefund, type RefundRow,
-} from '../db/refunds.js';
-import { writeEvent } from '../events/outbox.js';
+import { backoffMs } from '../domain/backoff.js';
+import { inWords, type JobOutcome } from '../domain/jobs.js';
+import { claimRefund, ownedProviderRefundIds, refundLeaseState, releaseRefund, type ClaimedRefund } from '../db/refunds.js';
 import { ProviderRejectedError, type Refund } from '../psp/client.js';
+import { QUEUES } from '../queues/registry.js';
+import { settleRefundOnce } from './effects/refunds.js';
+import { transact } from './transact.js';
+import { unclaimedOutcome } from './unclaimed.js';
 
-/**
- * Creates a PENDING refund and its refund.requested event, in the caller's transaction. The row is the obligation:
- * due at once, the refund worker's due loop pays it (no job anywhere else).
- */
-export async function requestRefund(tx: CommonQueryMethods, now: Date, r: NewRefund): Promise<void> {
-  const refund = await insertRefund(tx, r);
-  await writeEvent(tx, 'refund.requested', now, {
-    bookingId: r.bookingId, refundId: refund.id, amount: r.amount, currency: r.currency, paymentIntentId: r.paymentIntentId, reason: r.reason,
-  });
-}
+/** The wait before a refund's next attempt after `attempts` failed ones: 1 s, doubling, capped at 1 h (the contract's cap). */
+export const refundRetryDelayMs = (attempts: number) => backoffMs(attempts, QUEUES.refunds.backoff);
 
-/** PENDING → SUCCEEDED/FAILED exactly once, with its event; false when already settled. */
-export async function settleRefundOnce(
-  tx: CommonQueryMethods,
-  deps: Pick<Deps, 'clock'>,
-  refund: Pick<RefundRow, 'id' | 'bookingId' | 'amount' | 'currency'>,
-  status: 'SUCCEEDED' | 'FAILED',
-  providerRefundId: string | null,
-): Promise<boolean> {
-  if (!(await settleRefund(tx, refund.id, status, providerRefundId))) return false;
-  await writeEvent(tx, status === 'SUCCEEDED' ? 'refund.succeeded' : 'refund.failed', deps.clock.now(), {
-    bookingId: refund.bookingId, refundId: refund.id, amount: refund.amount, currency: refund.currency,
-  });
-  return true;
-}
-
-/** The wait before a refund's next pass: 1 s after the first, doubling, capped at 1 h (the contract's cap). */
-export const refundRetryDelaySeconds = (attempts: number) => Math.min(3600, 2 ** Math.max(0, attempts - 1));
-
-export type RefundOutcome = 'SUCCEEDED' | 'FAILED' | 'pending' | 'retry' | 'already_settled';
+export type RefundOutcome =
+  | { kind: 'SUCCEEDED' | 'FAILED' | 'already_settled' }
+  | { kind: 'pending' | 'retry'; inMs: number; answer: string }
+  | { kind: 'throttled'; forMs: number; answer: string };
 
 const describe = (e: unknown) =>
   e instanceof ProviderRejectedError ? `rejected: ${e.status} ${JSON.stringify(e.body).slice(0, 200)}` : String((e as Error)?.message ?? e).slice(0, 500);
@@ -71,12 +50,13 @@ async function findCreatedEarlier(deps: Deps, claim: ClaimedRefund): Promise<Ref
 }
 
 /**
- * One pass over one claimed PENDING refund, at most ONE POST (never retried within the pass):
+ * One attempt at one claimed PENDING refund, at most ONE POST (never retried within the attempt):
  * 1. its provider refund id is known (an answer gave it): GET it;
- * 2. else, if an earlier pass ran (attempts > 1), look for the refund that pass may have created, and adopt it;
+ * 2. else, if an earlier attempt ran (attempts > 1), look for the refund that attempt may have created, and adopt it;
  * 3. else POST /v1/refunds with the idempotency key refund-{id}.
  * `succeeded`/`failed` settle it (once, with its event); `pending` and every trouble (unreachable, any 4xx) keep it
- * PENDING and due again after the backoff: FAILED only on the provider's word.
+ * PENDING and due again after the backoff: FAILED only on the provider's word. A 429 with Retry-After keeps it
+ * PENDING without counting the attempt (the queue pauses that long).
  */
 export async function payRefund(deps: Deps, claim: ClaimedRefund): Promise<RefundOutcome> {
   let answer: Refund | null;
@@ -88,14 +68,38 @@ export async function payRefund(deps: Deps, claim: ClaimedRefund): Promise<Refun
       `refund-${claim.id}`,
     );
   } catch (e) {
-    await releaseRefund(deps.db, claim, { error: describe(e), retryInSeconds: refundRetryDelaySeconds(claim.attempts) });
-    return 'retry';
+    const error = describe(e);
+    if (e instanceof ProviderRejectedError && e.status === 429 && e.retryAfterMs !== null) {
+      await releaseRefund(deps.db, claim, { error, retryInMs: e.retryAfterMs, uncount: true });
+      return { kind: 'throttled', forMs: e.retryAfterMs, answer: error };
+    }
+    const inMs = refundRetryDelayMs(claim.attempts);
+    await releaseRefund(deps.db, claim, { error, retryInMs: inMs });
+    return { kind: 'retry', inMs, answer: error };
   }
   if (answer.status === 'pending') {
-    await releaseRefund(deps.db, claim, { providerRefundId: answer.id, retryInSeconds: refundRetryDelaySeconds(claim.attempts) });
-    return 'pending';
+    const inMs = refundRetryDelayMs(claim.attempts);
+    await releaseRefund(deps.db, claim, { providerRefundId: answer.id, retryInMs: inMs });
+    return { kind: 'pending', inMs, answer: `pending (${answer.id})` };
   }
   const status = answer.status === 'succeeded' ? 'SUCCEEDED' : 'FAILED';
-  const refund = { id: claim.id, bookingId: claim.bookingId, amount: claim.amount, currency: claim.currency };
-  return deps.db.transaction(async (tx) => ((await settleRefundOnce(tx, deps, refund, status, answer.id)) ? status : 'already_settled'));
+  const settled = await transact(deps, (tx) => settleRefundOnce(tx, deps, claim, status, answer.id));
+  return { kind: settled ? status : 'already_settled' };
+}
+
+/** The refund job (refund-{id}-g{gen}): claims the row, makes one attempt, and tells BullMQ what next. */
+export async function runRefundJob(deps: Deps, job: { refundId: number; gen: number }): Promise<JobOutcome> {
+  const claim = await claimRefund(deps.db, job.refundId, job.gen, deps.config.LEASE_S * 1000);
+  if (!claim) return unclaimedOutcome(await refundLeaseState(deps.db, job.refundId), job.gen, deps.clock.now());
+  const o = await payRefund(deps, claim);
+  const attempt = `attempt ${claim.attempts}`;
+  switch (o.kind) {
+    case 'retry':
+    case 'pending':
+      return { kind: 'retry', inMs: o.inMs, error: `provider: ${o.answer}`, log: `${attempt}: provider ${o.answer}; next attempt ${inWords(o.inMs)}` };
+    case 'throttled':
+      return { kind: 'paused', forMs: o.forMs, log: `${attempt}: provider ${o.answer}; queue paused ${inWords(o.forMs)} (not counted)` };
+    default:
+      return { kind: 'done', result: o.kind, log: `${attempt}: ${o.kind}` };
+  }
 }

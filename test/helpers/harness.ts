@@ -2,21 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
-import type { Queue } from 'bullmq';
 import { parseConfig, type Config } from '../../shared/config.js';
 import { migrate } from '../../shared/db/migrate.js';
-import { createDeps, requestRedis } from '../../shared/runtime.js';
+import { closeDeps, createDeps, type ProcessDeps } from '../../shared/runtime.js';
+import { redisClient } from '../../shared/redis.js';
 import type { Clock } from '../../shared/domain/clock.js';
+import { JOB_KINDS, type JobKind } from '../../shared/domain/jobs.js';
+import type { QueueSet } from '../../shared/queues/producer.js';
 import { createApp } from '../../api/app.js';
 import { createMetrics } from '../../api/metrics.js';
 import { registerOpsGauges } from '../../api/ops-gauges.js';
 import { createPspSandbox } from './sandbox.js';
-import type { WorkerDeps } from '../../workers/runner.js';
-import { startExpiryLoops } from '../../workers/expiry.js';
-import { startRefundLoop } from '../../workers/refunds.js';
-import { startNotificationLoop } from '../../workers/notifications.js';
-import { openQueues, type Queues } from '../../shared/queues/queues.js';
-import { webhookNotificationProvider } from '../../shared/usecases/notifications.js';
+import { startWork, type RunningWork } from '../../workers/lib/worker-process.js';
 import { client, token, type Client } from './http.js';
 import { startSearchIndexes } from '../../shared/search/start.js';
 import type { SearchIndexes } from '../../shared/search/indexes.js';
@@ -26,10 +23,10 @@ export const ADMIN_DB = 'postgres://postgres@127.0.0.1:5432/postgres';
 export interface HarnessOptions {
   env?: Record<string, string>;
   /**
-   * Runs the expiry loops and the refund and notification due loops in this process. (The outbox pump only relays
-   * to Kafka: tests that need it start one, test/helpers/kafka.ts.)
+   * Works the queues in this process, as the worker processes do (BullMQ workers and their reconciler): every
+   * kind (`true`) or these. (The outbox pump only relays to Kafka: tests that need it start one, helpers/kafka.ts.)
    */
-  workers?: boolean;
+  workers?: boolean | readonly JobKind[];
   clock?: Clock;
   /** The PostgreSQL to make the test database on (default 5432, the machine's); a replica test runs its own. */
   postgresPort?: number;
@@ -42,8 +39,11 @@ export interface Harness {
   baseUrl: string;
   req: Client;
   token: (sub: number, role: 'customer' | 'host' | 'operator') => string;
-  deps: WorkerDeps;
-  queues: Record<string, Queue>;
+  deps: ProcessDeps;
+  /** The producers' queues (the harness's QUEUE_PREFIX), to look at jobs. */
+  queues: QueueSet;
+  /** The in-process workers and reconciler, when `workers` asked for them. */
+  work: RunningWork | null;
   sql: (text: string, params?: unknown[]) => Promise<pg.QueryResult>;
   /** The in-memory search indexes, as the API process runs them (SEARCH_INDEX=on, SEARCH_CACHE_TTL_S ≥ 2), else null. */
   searchIndex: SearchIndexes | null;
@@ -68,51 +68,41 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     // The in-memory search indexes only where a test asks for them (SEARCH_INDEX: 'on' and a TTL ≥ 2 s).
     QUEUE_PREFIX: `t${id}`, REDIS_KEY_PREFIX: `t${id}:`, SEARCH_CACHE_TTL_S: '0', SEARCH_INDEX: 'off', LOG_LEVEL: 'silent',
     ...(opts.readReplicaPort ? { DATABASE_READ_URL: `postgres://postgres@127.0.0.1:${opts.readReplicaPort}/test_${id}` } : {}),
+    // A killed or stalled job is taken up again within seconds, not a minute.
+    JOB_LOCK_S: '5',
     ...secrets, ...opts.env,
   });
   // The API's deps: the read replica too when the test names one (DATABASE_READ_URL).
-  const base = await createDeps(config, { clock: opts.clock, readReplica: true });
-  const redis = requestRedis(config.REDIS_URL, config.REDIS_KEY_PREFIX);
+  const deps = await createDeps(config, { clock: opts.clock, poolSize: 8, readReplica: true });
+  const queues = deps.producers!.queues;
+  const redis = redisClient(config, 'request', { keyPrefix: config.REDIS_KEY_PREFIX });
   redis.on('error', () => {});
-  // Without workers there are no queues at all (a harness whose Redis is down must still close).
-  const queues = opts.workers ? openQueues(config) : ({} as Queues);
-  const deps: WorkerDeps = { ...base, queues };
   const metrics = createMetrics();
-  const closeGauges = registerOpsGauges(metrics, base.db, config);
-  const searchIndex = startSearchIndexes(base.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
-  server.on('request', createApp({ ...base, redis, metrics, searchIndex }).callback());
+  registerOpsGauges(metrics, deps.db, queues);
+  const searchIndex = startSearchIndexes(deps.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
+  server.on('request', createApp({ ...deps, redis, metrics, searchIndex }).callback());
 
-  const dueLoops: { stop(): Promise<void> }[] = [];
-  let expiryLoops: { stop(): Promise<void> } | null = null;
-  if (opts.workers) {
-    expiryLoops = startExpiryLoops(deps);
-    // Refunds and notifications: due loops over their PostgreSQL rows (no queue).
-    dueLoops.push(startRefundLoop(deps), startNotificationLoop(deps, webhookNotificationProvider(config.NOTIFY_WEBHOOK_URL)));
-  }
+  const kinds = opts.workers === true ? JOB_KINDS : opts.workers || [];
+  const work = kinds.length ? startWork(deps, kinds) : null;
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
 
   return {
-    config, baseUrl, req: client(baseUrl), deps, queues, searchIndex,
+    config, baseUrl, req: client(baseUrl), deps, queues, work, searchIndex,
     token: (sub, role) => token(config.JWT_SECRET, { sub: String(sub), role }),
     sql: (text, params) => pool.query(text, params as unknown[]),
     async close() {
       await searchIndex?.stop();
-      await expiryLoops?.stop();
-      await Promise.all(dueLoops.map((l) => l.stop()));
-      for (const q of Object.values(queues)) {
-        await q.obliterate({ force: true }).catch(() => {});
-        await q.close();
+      await work?.stop();
+      if (deps.producers?.ready()) {
+        for (const q of Object.values(queues)) await q.obliterate({ force: true }).catch(() => {});
       }
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections?.();
       await psp.close();
       pspServer.close();
       redis.disconnect();
-      await closeGauges();
       await pool.end();
-      await base.replica?.close();
-      await base.db.end();
-      await base.prepared.end();
+      await closeDeps(deps);
       const admin = new pg.Client({ connectionString: ADMIN_DB.replace(':5432/', `:${pgPort}/`) });
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS test_${id} WITH (FORCE)`).catch(() => {});

@@ -15,6 +15,8 @@ export interface SandboxState {
   intents: SandboxIntent[];
   refunds: SandboxRefund[];
   webhooks: SentWebhook[];
+  /** The last calls of the /v1 API (refused ones too): when, and which endpoint. */
+  calls: { at: number; endpoint: string }[];
 }
 
 async function ok(res: Response): Promise<any> {

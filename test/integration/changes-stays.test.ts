@@ -49,7 +49,7 @@ const ledgerOf = async (bookingId: number) =>
 
 /** The stay-inventory invariant of check:invariants on this database: counts = live stays, the ledger chains. */
 async function inventoryHolds() {
-  const r = await stayInventory.check({ query: async (text, params) => (await h.sql(text, params)).rows, graceS: 600, psp: null, kafka: null, notifyLog: null });
+  const r = await stayInventory.check({ query: async (text, params) => (await h.sql(text, params)).rows, graceS: 600, psp: null, kafka: null, notifyLog: null, redis: null });
   expect(r.violations).toEqual([]);
   return r.checked;
 }

@@ -9,8 +9,8 @@ import { createKafka, ensureTopics } from '../../workers/kafka.js';
 import { startKafkaPump } from '../helpers/kafka.js';
 
 // One request id finds a booking's story: the hold request's X-Request-Id (and its W3C trace) is written with
-// booking.held and copied by the outbox pump into the Kafka headers (publish lane). The expiry is no job any more
-// (the expiry process's PostgreSQL loop, issue 8): booking.expired is its own story, with its own event headers.
+// booking.held and copied by the outbox pump into the Kafka headers; the hold's expiry job carries them in its data,
+// and its worker runs inside them, so booking.expired belongs to the same story.
 
 const BROKERS = ['127.0.0.1:9092'];
 const prefix = `corr${randomBytes(4).toString('hex')}.`;
@@ -20,7 +20,7 @@ let relay: { stop(): Promise<void> };
 const received: { topic: string; key: string; headers: Record<string, string> }[] = [];
 
 beforeAll(async () => {
-  // Holds expire after 2 s (the expiry loop).
+  // Holds expire after 2 s (their expiry job).
   h = await startHarness({ workers: true, env: { HOLD_TTL_S: '2' } });
   const kafka = createKafka(BROKERS, 'correlation-test');
   await ensureTopics(kafka, prefix);
@@ -70,10 +70,8 @@ describe('request id and trace context', () => {
     }, 20_000);
     expect(messages.map((m) => m.topic).sort()).toEqual(['booking.expired', 'booking.held']);
     for (const m of messages) {
-      if (m.topic === 'booking.held') {
-        expect(m.headers['request-id'], m.topic).toBe(requestId);
-        expect(m.headers.traceparent, m.topic).toMatch(new RegExp(`^00-${traceId}-`));
-      }
+      expect(m.headers['request-id'], m.topic).toBe(requestId);
+      expect(m.headers.traceparent, m.topic).toMatch(new RegExp(`^00-${traceId}-`));
       expect(m.headers['event-id'], m.topic).toBeTruthy();
       expect(m.headers['event-type'], m.topic).toBe(m.topic);
     }

@@ -3,14 +3,15 @@ import type { Server } from 'node:http';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config.js';
-import { queueConnection } from '../../shared/queues/queues.js';
+import { redisClient } from '../../shared/redis.js';
 import { createDashboard } from '../../dashboards/server.js';
-import { MAINTENANCE_QUEUE } from '../../shared/queues/registry.js';
+import { QUEUES } from '../../shared/queues/registry.js';
 
 describe('dashboard: cross-site requests', () => {
   const config = parseConfig({ DASHBOARD_USER: 'ops', DASHBOARD_PASSWORD: 'pw', REDIS_URL: 'redis://127.0.0.1:6379/5', QUEUE_PREFIX: `csrf${Date.now()}` });
   const auth = `Basic ${Buffer.from('ops:pw').toString('base64')}`;
-  const name = MAINTENANCE_QUEUE;
+  const name = QUEUES.maintenance.name;
+  const connection = redisClient(config, 'producer');
   let server: Server;
   let close: () => Promise<unknown>;
   let base: string;
@@ -24,17 +25,18 @@ describe('dashboard: cross-site requests', () => {
     await new Promise((r) => server.once('listening', r));
     host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
     base = `http://${host}/admin/queues`;
-    queue = new Queue(name, { connection: queueConnection(config.REDIS_URL), prefix: config.QUEUE_PREFIX });
+    queue = new Queue(name, { connection, prefix: config.QUEUE_PREFIX });
   });
   afterAll(async () => {
     await queue?.obliterate({ force: true }).catch(() => {});
     await queue?.close();
+    connection.disconnect();
     server?.close();
     await close?.();
   });
 
   const pause = (headers: Record<string, string>) =>
-    fetch(`${base}/api/queues/${name}/pause`, { method: 'PUT', headers: { authorization: auth, ...headers } });
+    fetch(`${base}/api/queues/${encodeURIComponent(name)}/pause`, { method: 'PUT', headers: { authorization: auth, ...headers } });
 
   it('refuses actions from another site, or without proof of coming from the dashboard page', async () => {
     const refused: Record<string, string>[] = [
@@ -55,7 +57,7 @@ describe('dashboard: cross-site requests', () => {
   });
 
   it('asks for credentials first, and leaves reads open to the signed-in user', async () => {
-    expect((await fetch(`${base}/api/queues/${name}/pause`, { method: 'PUT', headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(401);
+    expect((await fetch(`${base}/api/queues/${encodeURIComponent(name)}/pause`, { method: 'PUT', headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(401);
     const read = await fetch(`${base}/api/queues`, { headers: { authorization: auth, 'sec-fetch-site': 'cross-site' } });
     expect(read.status).toBe(200);
     expect(read.headers.get('x-frame-options')).toBe('DENY');

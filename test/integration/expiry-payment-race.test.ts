@@ -5,11 +5,11 @@ import { holdCar, requestPay, type Hold } from '../helpers/cars.js';
 import { makeDue } from '../helpers/expiry.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
-import { processExpiry, type ExpiryOutcome } from '../../shared/usecases/expiry.js';
+import { checkPayment, type ExpiryOutcome } from '../../shared/usecases/expiry.js';
 
 // Expiry and confirmation race on the booking's version: exactly one wins, and a losing payment is refunded in full.
-// Deterministic: no sleeps and no clock. No expiry loop runs here; the test makes each hold due and runs its expiry
-// check itself, in one of three orders: expiry first (it must win), payment first (it must win), or both started
+// Deterministic: no sleeps and no clock. No worker runs here; the test makes each hold due and runs its expiry
+// check (the production entry its job runs) itself, in one of three orders: expiry first (it must win), payment first (it must win), or both started
 // together (either may win — the invariant must hold either way). Each order is tried both ways of paying: by a
 // webhook the test sends, or asked to pay, the sandbox provider settling the intent (and sending its webhook), so
 // the expiry's own question to the provider takes part in the race too. The race must be seen to happen: together,
@@ -17,7 +17,7 @@ import { processExpiry, type ExpiryOutcome } from '../../shared/usecases/expiry.
 
 type Order = 'expiry-first' | 'payment-first' | 'together';
 const ORDERS: Order[] = ['expiry-first', 'payment-first', 'together', 'together'];
-const N = 120;
+const N = 200;
 
 let h: Harness;
 beforeAll(async () => {
@@ -35,7 +35,8 @@ describe('expiry racing confirmation', () => {
     const outcomes = await mapLimit(N, 8, async (k): Promise<ExpiryOutcome['kind']> => {
       const b = holds[k]!;
       await makeDue(h, b.id);
-      const expire = async () => (await processExpiry(h.deps, b.id)).kind;
+      // The hold's payment check (its expiry job hands a hold whose customer asked to pay to it; an unpaid one it expires).
+      const expire = async () => (await checkPayment(h.deps, { bookingId: b.id, gen: 0 })).kind;
       const pay = async () => {
         if (!b.intentId) return expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
         await sandbox(h).post(`/intents/${b.intentId}/succeed`);

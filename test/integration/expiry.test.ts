@@ -6,7 +6,7 @@ import { holdCar, requestPay } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
 import { PspClient } from '../../shared/psp/client.js';
-import { startExpiryLoops } from '../../workers/expiry.js';
+import { startJobWorker } from '../../workers/lib/job-worker.js';
 import { expireNow, makeDue } from '../helpers/expiry.js';
 
 // A HOLD past holdExpiresAt becomes EXPIRED within 1 s, unless a payment may be in flight (provider asked).
@@ -63,44 +63,50 @@ describe('expiry', () => {
     expect(await notificationsOf(h, b.id)).toEqual(['booking.expired/push', 'booking.expired/sms']);
   });
 
-  it('three more expiry loops, a slow provider: each pay-requested hold is checked once (its lease keeps the others off), then expires', async () => {
+  it('three more payment-check workers, a slow provider: each pay-requested hold is checked once (one job each, and its lease), then expires', async () => {
     await sandbox(h).setFaults({ apiDelayMs: 300 });
-    // Every loop's question is counted, the harness's own loop's too (they share h.deps.psp): whichever loop
-    // claims a hold first, none may ask about it twice.
+    // Every worker's question is counted, the harness's own too (they share h.deps.psp): whichever worker takes a
+    // hold's check, none may ask about it twice.
     const asked = new Map<string, number>();
     const psp = h.deps.psp;
     const list = psp.listPaymentIntents;
     psp.listPaymentIntents = async (reference) => {
-      // Only expiry's questions: once EXPIRED, the intent-cancellation loop lists the intents too (to cancel them).
+      // Only expiry's questions: once EXPIRED, the intent-cancellation job lists the intents too (to cancel them).
       const { rows } = await h.sql(`SELECT status FROM booking WHERE id = $1`, [Number(reference)]);
       if (rows[0]?.status === 'HOLD') asked.set(reference, (asked.get(reference) ?? 0) + 1);
       return list.call(psp, reference);
     };
-    const more = [1, 2, 3].map(() => startExpiryLoops(h.deps));
+    const more = [1, 2, 3].map(() => startJobWorker('payment-checks', h.deps));
     try {
       const holds = await Promise.all(Array.from({ length: 12 }, () => holdCar(h)));
       await Promise.all(holds.map((b) => requestPay(h, b)));
-      // Due now — but a hold a loop has already claimed (it came due by itself while the others were being paid:
-      // HOLD_TTL_S is 2 s) keeps its lease: moving its check back would hand it to a second loop (a test race).
+      // Due now — but a hold already being checked (it came due by itself while the others were being paid:
+      // HOLD_TTL_S is 2 s) keeps its lease: moving its check back would invite a second check (a test race).
       const ids = holds.map((b) => b.id);
-      await h.sql(`UPDATE booking SET hold_expires_at = now() - interval '1 second', next_expiry_check_at = now() - interval '1 second'
-                   WHERE id = ANY($1::bigint[]) AND status = 'HOLD' AND next_expiry_check_at <= hold_expires_at`, [ids]);
+      const { rows: due } = await h.sql(`UPDATE booking SET hold_expires_at = now() - interval '1 second', next_expiry_check_at = now() - interval '1 second'
+                   WHERE id = ANY($1::bigint[]) AND status = 'HOLD' AND next_expiry_check_at <= hold_expires_at RETURNING id::int`, [ids]);
+      for (const { id } of due) await makeDue(h, id);
       await waitFor(async () => (await count(h, `SELECT 1 FROM booking WHERE id = ANY($1::bigint[]) AND status = 'EXPIRED'`, [ids])) === ids.length, 15_000);
       for (const b of holds) expect(asked.get(String(b.id)) ?? 0, `hold ${b.id}`).toBe(1);
     } finally {
-      await Promise.all(more.map((l) => l.stop()));
+      await Promise.all(more.map((w) => w.close()));
       psp.listPaymentIntents = list;
     }
   });
 
-  // Review finding: with every provider check slot (32) waiting on a hanging provider, the lanes waited too, and a
-  // plain hold — which needs no provider — was expired only as checks finished (seconds to minutes late).
+  // Review finding (of the earlier loops): with every provider check slot waiting on a hanging provider, a plain
+  // hold — which needs no provider — was expired only as checks finished. Payment checks are a queue of their own.
   it('a hanging provider with more pay-requested holds due than check slots: a plain hold still expires within 1 s', async () => {
     await sandbox(h).post('/faults/answers', { endpoint: 'intents.list', answer: 'timeout', rate: 1, hangMs: 8_000 });
-    const paying = await Promise.all(Array.from({ length: 40 }, () => holdCar(h)));
+    // Each kept well away from its deadline while the 40 are held and paid (HOLD_TTL_S is 2 s), then made due.
+    const paying = await Promise.all(Array.from({ length: 40 }, async () => {
+      const b = await holdCar(h);
+      await h.sql(`UPDATE booking SET hold_expires_at = now() + interval '1 hour', next_expiry_check_at = now() + interval '1 hour' WHERE id = $1`, [b.id]);
+      return b;
+    }));
     await Promise.all(paying.map((b) => requestPay(h, b)));
     await Promise.all(paying.map((b) => makeDue(h, b.id)));
-    await sleep(300); // the loop claims them: every check slot now waits on the provider
+    await waitFor(async () => (await h.queues['payment-checks'].getActiveCount()) >= 8, 10_000); // every check slot waits on the provider
     const plain = await holdCar(h);
     await makeDue(h, plain.id);
     const dueAt = Date.now();
@@ -108,9 +114,10 @@ describe('expiry', () => {
     expect(Date.now() - dueAt).toBeLessThan(1_500);
   }, 40_000);
 
-  it('three expiry loops share the due holds: each expires exactly once', async () => {
-    // The harness runs one loop; two more here, as if three expiry processes ran.
-    const more = [startExpiryLoops(h.deps), startExpiryLoops(h.deps)];
+  it('three expiry workers share the due holds: each expires exactly once', async () => {
+    // The harness runs one worker (and the reconciler, which may take an overdue hold over); two more here, as if
+    // three expiry processes ran.
+    const more = [startJobWorker('expiry', h.deps), startJobWorker('expiry', h.deps)];
     try {
       const holds = await Promise.all(Array.from({ length: 40 }, (_, i) => holdCar(h, { fromHours: 300 + i * 3 })));
       await Promise.all(holds.map((b) => makeDue(h, b.id)));
@@ -119,7 +126,7 @@ describe('expiry', () => {
       expect(await count(h, `SELECT 1 FROM outbox WHERE topic = 'booking.expired' AND message_key = ANY($1::text[])`, [ids])).toBe(40);
       expect(await count(h, `SELECT 1 FROM booking WHERE id = ANY($1::bigint[]) AND next_expiry_check_at IS NOT NULL`, [holds.map((b) => b.id)])).toBe(0);
     } finally {
-      await Promise.all(more.map((l) => l.stop()));
+      await Promise.all(more.map((w) => w.close()));
     }
   });
 

@@ -13,7 +13,9 @@ import { drained, statusOf } from '../helpers/bookings.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { ROOT } from '../helpers/processes.js';
 import { createDashboard } from '../../dashboards/server.js';
-import { MAINTENANCE_QUEUE } from '../../shared/queues/registry.js';
+import { QUEUES } from '../../shared/queues/registry.js';
+
+const REFUNDS_QUEUE = QUEUES.refunds.name;
 
 // The operator page on the dashboard port (/admin/bookings, /admin/bookings/{id}): through HTTP, and in a real
 // browser (Debian's chromium driven by playwright-core), whose screenshot is kept under test/output/ (git-ignored,
@@ -58,9 +60,10 @@ beforeAll(async () => {
   expect(c.status, c.text).toBe(200);
   await waitFor(async () => (await h.sql(`SELECT 1 FROM refund WHERE booking_id = $1 AND status = 'SUCCEEDED'`, [story.id])).rowCount === 1, 15_000);
   await drained(h);
-  // A job whose data names the booking, in a registered queue (delayed: no worker takes it meanwhile).
-  const job = await h.queues[MAINTENANCE_QUEUE]!.add('probe', { bookingId: story.id }, { delay: 3_600_000, jobId: `probe-${story.id}` });
-  jobId = job.id!;
+  // The booking's refund job (completed, retained), by its computed id: the page must link to it.
+  const refund = (await h.sql(`SELECT id, job_gen FROM refund WHERE booking_id = $1`, [story.id])).rows[0];
+  jobId = `refund-${refund.id}-g${refund.job_gen}`;
+  expect(await h.queues.refunds.getJob(jobId)).toBeTruthy();
 }, 120_000);
 afterAll(async () => {
   server?.close();
@@ -90,7 +93,7 @@ describe('operator page over HTTP', () => {
     }
     expect(page).not.toContain('<script>');
     expect(page).toContain('&#60;script&#62;');
-    const link = `/admin/queues/queue/${encodeURIComponent(MAINTENANCE_QUEUE)}/${encodeURIComponent(jobId)}`;
+    const link = `/admin/queues/queue/${encodeURIComponent(REFUNDS_QUEUE)}/${encodeURIComponent(jobId)}`;
     expect(page).toContain(`href="${link.replace(/&/g, '&#38;')}"`);
     expect((await get(link)).status).toBe(200); // bull-board's own page of the job
     for (const n of ['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD'] as const) expect(page).not.toContain(h.config[n]);
@@ -154,6 +157,6 @@ describe('operator page in a browser (chromium)', () => {
     expect(fs.statSync(path.join(OUTPUT, 'operator-page.png')).size).toBeGreaterThan(10_000);
     await page.click(`#jobs a:has-text("${jobId}")`);
     await page.waitForURL(/\/admin\/queues\/queue\//);
-    expect(decodeURIComponent(new URL(page.url()).pathname)).toBe(`/admin/queues/queue/${MAINTENANCE_QUEUE}/${jobId}`);
+    expect(decodeURIComponent(new URL(page.url()).pathname)).toBe(`/admin/queues/queue/${REFUNDS_QUEUE}/${jobId}`);
   }, 60_000);
 });

@@ -5,7 +5,7 @@ import { holdCar, requestPay, type Hold } from '../helpers/cars.js';
 import { expireNow, makeDue } from '../helpers/expiry.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
-import { processExpiry } from '../../shared/usecases/expiry.js';
+import { checkPayment } from '../../shared/usecases/expiry.js';
 import type { PspClient } from '../../shared/psp/client.js';
 
 // Issue 8, item 5: a payment confirmed by the expiry's question to the provider and the same payment's webhook are
@@ -66,7 +66,7 @@ describe('a payment found by the expiry and by its webhook is one payment', () =
       await webhookApplied;
       return answer;
     };
-    const expiry = processExpiry({ ...h.deps, psp }, b.id);
+    const expiry = checkPayment({ ...h.deps, psp }, { bookingId: b.id, gen: 0 });
     await askedProvider;
     expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit, { intent: intentId, txn }))).status).toBe(200);
     expect(await statusOf(h, b.id)).toBe('CONFIRMED');

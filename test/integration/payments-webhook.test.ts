@@ -43,6 +43,15 @@ describe('webhook: duplicates and concurrency', () => {
     await drained(h);
     expect(await notificationsOf(h, b.id)).toEqual(['booking.confirmed/push', 'booking.confirmed/sms']);
     expect(await count(h, `SELECT 1 FROM refund WHERE booking_id = $1`, [b.id])).toBe(0);
+    // One job per (event, channel), each completed once; no other notification or refund job for the booking.
+    const confirmed = (await outboxOf(h, b.id)).find((e) => e.topic === 'booking.confirmed')!;
+    for (const channel of ['sms', 'push']) {
+      await waitFor(async () => (await h.queues.notifications.getJobState(`notify-${confirmed.eventId}-${channel}-g0`)) === 'completed');
+    }
+    const ofBooking = async (kind: 'notifications' | 'refunds') =>
+      (await h.queues[kind].getJobs(['completed', 'failed', 'delayed', 'waiting', 'active'], 0, 1000)).filter((j) => j.data.bookingId === b.id);
+    expect(await ofBooking('notifications')).toHaveLength(2);
+    expect(await ofBooking('refunds')).toHaveLength(0);
   });
 
   it('the same providerTxnId under 5 different event ids at once: still one payment and one confirmation', async () => {

@@ -5,7 +5,7 @@ import { count, drained, getBooking, notificationsOf, outboxOf, settledRefunds, 
 import { holdCar } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
 import { paymentSucceeded, signedWebhook } from '../helpers/webhooks.js';
-import { startRefundLoop } from '../../workers/refunds.js';
+import { startJobWorker } from '../../workers/lib/job-worker.js';
 
 // Refunds are paid asynchronously, once, whatever the provider answers; FAILED only when it says so.
 let h: Harness;
@@ -89,12 +89,16 @@ describe('refunds', () => {
     expect(topicsOf(await outboxOf(h, b.id)).filter((t) => t === 'refund.succeeded')).toHaveLength(1);
   });
 
-  it('a PENDING refund that exists only in the database is paid by the due loop', async () => {
+  it('a PENDING refund that exists only in the database (no job) is paid: the reconciler arms its job from the row', async () => {
     const b = await holdCar(h, { fromHours: 550 });
     await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
     await h.sql(`INSERT INTO refund (booking_id, payment_intent_id, amount, currency, reason, updated_at)
                  VALUES ($1, 'pi_lost', 1234, 'VND', 'test', now() - interval '1 hour')`, [b.id]);
-    await waitFor(async () => (await h.sql(`SELECT status FROM refund WHERE booking_id = $1`, [b.id])).rows[0].status === 'SUCCEEDED', 10_000);
+    await waitFor(async () => (await h.sql(`SELECT status FROM refund WHERE booking_id = $1`, [b.id])).rows[0].status === 'SUCCEEDED', 15_000);
+    // Its job carries the refund's id and the generation the reconciler moved it to.
+    const { rows } = await h.sql(`SELECT id::int, job_gen FROM refund WHERE booking_id = $1`, [b.id]);
+    expect(rows[0].job_gen).toBe(1);
+    expect(await h.queues.refunds.getJob(`refund-${rows[0].id}-g1`)).toBeTruthy();
     expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
   });
 
@@ -106,14 +110,14 @@ describe('refunds', () => {
                  VALUES ($1, 'pi_leased', 777, 'VND', 'test', 1, gen_random_uuid(), now() + interval '2 seconds', now() + interval '2 seconds')`, [b.id]);
     await sleep(1_000);
     expect((await h.sql(`SELECT status FROM refund WHERE booking_id = $1`, [b.id])).rows[0].status).toBe('PENDING');
-    await waitFor(async () => (await h.sql(`SELECT status FROM refund WHERE booking_id = $1`, [b.id])).rows[0].status === 'SUCCEEDED', 10_000);
+    await waitFor(async () => (await h.sql(`SELECT status FROM refund WHERE booking_id = $1`, [b.id])).rows[0].status === 'SUCCEEDED', 15_000);
     expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
   });
 
   it('two refund loops (in one process, racing on the database) never work the same refund: each of 30 is paid once, with keys forgotten', async () => {
     await sandbox(h).setFaults({ apiDelayMs: 200 });
     await sandbox(h).setRefundFaults({ forgetKeys: true });
-    const second = startRefundLoop(h.deps, { idleMaxMs: 100 });
+    const second = startJobWorker('refunds', h.deps);
     try {
       const b = await holdCar(h, { fromHours: 570 });
       await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token });
@@ -124,7 +128,7 @@ describe('refunds', () => {
       expect(atProvider).toHaveLength(30);
       expect(new Set(atProvider.map((r) => r.paymentIntentId)).size).toBe(30);
     } finally {
-      await second.stop();
+      await second.close();
       await sandbox(h).resetRefundFaults();
     }
   });

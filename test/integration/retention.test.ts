@@ -4,12 +4,12 @@ import { startHarness, type Harness } from '../helpers/harness.js';
 import { waitFor } from '../helpers/http.js';
 import { purgeSettled } from '../../shared/usecases/retention.js';
 import { deleteSettled } from '../../shared/db/retention.js';
-import { startHousekeeping } from '../../workers/housekeeping.js';
 import { parseConfig } from '../../shared/config.js';
+import { startWork } from '../../workers/lib/worker-process.js';
 
-// Issue 8, item 10: outbox (published), webhook_inbox and notification (sent) rows are purged once
-// older than RETENTION_DAYS, in batches, by a loop of the maintenance process that needs no Redis. An unpublished
-// outbox row is never purged, however old.
+// Outbox (published), webhook_inbox and notification (settled) rows are purged once older than RETENTION_DAYS, in
+// batches, by the maintenance queue's retention schedule (a job scheduler the maintenance reconciler upserts, also
+// after Redis lost it). An unpublished outbox row is never purged, however old.
 
 let h: Harness;
 beforeAll(async () => {
@@ -77,15 +77,16 @@ describe('retention purge', () => {
     expect(await left('notification', 'event_type', recentSent)).toBe(2);
   });
 
-  it('the maintenance loop purges on its own, without Redis or any job scheduler', async () => {
+  it('the maintenance worker purges on its own: its reconciler upserts the schedules, whose first ticks run at once', async () => {
     const oldDone = await outbox(3, { ageDays: 9, published: true });
     const oldInbox = await inbox(3, 9);
-    // The harness's deps hold no Redis connection at all: the loop reads and writes PostgreSQL only.
-    const loop = startHousekeeping(h.deps, 100);
+    const m = startWork(h.deps, ['maintenance']);
     try {
-      await waitFor(async () => (await left('outbox', 'message_key', oldDone)) === 0 && (await left('webhook_inbox', 'type', oldInbox)) === 0, 10_000);
+      await waitFor(async () => (await left('outbox', 'message_key', oldDone)) === 0 && (await left('webhook_inbox', 'type', oldInbox)) === 0, 15_000);
+      const schedulers = (await h.queues.maintenance.getJobSchedulers()).map((s) => s.key).sort();
+      expect(schedulers).toEqual(['idempotency-purge', 'quote-purge', 'retention']);
     } finally {
-      await loop.stop();
+      await m.stop();
     }
   });
 });

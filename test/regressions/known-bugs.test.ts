@@ -45,14 +45,18 @@ describe('bugs found by check:invariants / chaos (issue 8)', () => {
   // invariant holds-expire (chaos seed 8: FLUSHALL / Redis restart with holds queued). Issue 8 item 1.
   it('Redis loses its data: a queued hold still expires', async () => {
     const b = await holdCar(h);
-    // Before issue 8 the pump turned booking.held into a delayed expiry job; that job and the sweep's scheduler lived in Redis.
     const redis = new Redis(h.config.REDIS_URL);
     try {
-      // What FLUSHALL does to this harness (the shared Redis is never flushed): every key of its prefixes goes.
-      for (const pattern of [`${h.config.QUEUE_PREFIX}:*`, `${h.config.REDIS_KEY_PREFIX}*`]) {
-        const keys = await redis.keys(pattern);
-        if (keys.length) await redis.del(...keys);
-      }
+      // What FLUSHALL does to this harness (the shared Redis is never flushed): every key of its prefixes goes. The
+      // loss must hit what the harness's workers use: they are connected to this Redis and the hold's job is there.
+      const jobKey = `${h.config.QUEUE_PREFIX}:{expiry}:expire-${b.id}-g0`;
+      expect(await redis.exists(jobKey)).toBe(1);
+      expect(h.deps.producers?.ready()).toBe(true);
+      expect(h.work?.workers.every((w) => w.isRunning())).toBe(true);
+      const keys = [...await redis.keys(`${h.config.QUEUE_PREFIX}:*`), ...await redis.keys(`${h.config.REDIS_KEY_PREFIX}*`)];
+      expect(keys.length).toBeGreaterThan(5);
+      await redis.del(...keys);
+      expect(await redis.exists(jobKey)).toBe(0);
     } finally {
       redis.disconnect();
     }
@@ -63,6 +67,7 @@ describe('bugs found by check:invariants / chaos (issue 8)', () => {
   // invariant refunds-settled (FAILED without the provider's word). Issue 8 item 2, with the sandbox's answer knob.
   it('a refund answered 429 once is not FAILED for good', async () => {
     const b = await confirmed();
+    const since = Date.now();
     await sandbox(h).post('/faults/answers', { endpoint: 'refunds.create', answer: 429, times: 1 });
     const r = await h.req('POST', `/bookings/${b.id}/cancel`, { token: h.token(1, 'operator'), body: {} });
     expect(r.status, r.text).toBe(200);
@@ -76,6 +81,7 @@ describe('bugs found by check:invariants / chaos (issue 8)', () => {
     await waitFor(async () => (await refundOf(b.id))?.status !== 'PENDING', 8_000);
     expect((await refundOf(b.id)).status).toBe('SUCCEEDED');
     expect(await sandbox(h).refundsFor(b.id)).toHaveLength(1);
+    expect((await sandbox(h).state()).calls.filter((c) => c.endpoint === 'refunds.create' && c.at >= since).length).toBe(2);
   }, 30_000);
 
   // invariant refunds-settled (provider cross-check: an intent refunded more than paid), issue 8 item 3: a PENDING

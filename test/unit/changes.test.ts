@@ -9,7 +9,7 @@ import { addDays } from '../../shared/domain/hotel-dates.js';
 
 const base = {
   id: 7, version: 3, customerId: 5, depositAmount: 1000, totalAmount: 500, currency: 'VND', holdExpiresAt: null, nextExpiryCheckAt: null,
-  payRequestedAt: null, paymentIntentId: null, depositVersion: 0,
+  payRequestedAt: null, paymentIntentId: null, depositVersion: 0, jobGen: 0,
 };
 const car = (o: Partial<CarBooking> = {}): CarBooking => ({
   ...base, kind: 'car', status: 'CONFIRMED', carId: 1, hostId: 9, from: new Date('2030-01-01T10:00:00Z'), to: new Date('2030-01-02T10:00:00Z'), ...o,

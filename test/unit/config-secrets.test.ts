@@ -9,6 +9,7 @@ const production = {
   PSP_API_KEY: 'psp-key-value',
   DASHBOARD_PASSWORD: 'dashboard-password-value',
   PSP_URL: 'https://psp.example.com',
+  NOTIFY_WEBHOOK_URL: 'https://notify.example.com/hook',
 };
 const without = (...names: string[]) => Object.fromEntries(Object.entries(production).filter(([k]) => !names.includes(k)));
 const messageOf = (env: Record<string, string>) => {
@@ -34,6 +35,13 @@ describe('config: secrets', () => {
     for (const n of Object.keys(production).filter((k) => k !== 'NODE_ENV')) {
       expect(messageOf(without(n))).toContain(`${n}: required`);
     }
+  });
+
+  it('NOTIFY_WEBHOOK_URL: a URL or none in production (named when missing); in development unset means the log', () => {
+    expect(messageOf(without('NOTIFY_WEBHOOK_URL'))).toContain('NOTIFY_WEBHOOK_URL: required when NODE_ENV=production');
+    expect(parseConfig({ ...production, NOTIFY_WEBHOOK_URL: 'none' }).NOTIFY_WEBHOOK_URL).toBe('none');
+    expect(messageOf({ ...production, NOTIFY_WEBHOOK_URL: 'not a url' })).toContain('NOTIFY_WEBHOOK_URL');
+    expect(parseConfig({}).NOTIFY_WEBHOOK_URL).toBeUndefined();
   });
 
   it('treats an empty secret as missing', () => {

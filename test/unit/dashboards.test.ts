@@ -1,13 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { Metric } from 'prom-client';
 import { createMetrics } from '../../api/metrics.js';
 import { registerOpsGauges } from '../../api/ops-gauges.js';
 import { collectProcessMetrics, processRegistry } from '../../shared/metrics/registry.js';
 import '../../shared/metrics/work.js';
-import { parseConfig } from '../../shared/config.js';
 import type { DatabasePool } from '../../shared/db/pool.js';
 
 // Every query of the Grafana dashboards and every alert rule names metrics (and selector labels) that the
@@ -22,11 +21,9 @@ const TARGET_LABELS = ['job', 'instance', 'process'];
 
 /** Exported series names, each with the labels it may carry (histograms: _bucket with le, _sum, _count). */
 const exported = new Map<string, Set<string>>();
-let closeGauges: () => Promise<void> = async () => {};
 beforeAll(() => {
   const metrics = createMetrics();
-  const config = parseConfig({ REDIS_URL: 'redis://127.0.0.1:6379/5', QUEUE_PREFIX: `dash${Date.now()}` });
-  closeGauges = registerOpsGauges(metrics, {} as DatabasePool, config);
+  registerOpsGauges(metrics, {} as DatabasePool, null);
   collectProcessMetrics('test');
   const all = [...metrics.registry.getMetricsAsArray(), ...processRegistry.getMetricsAsArray()] as unknown as (Metric & { type: string; name: string; labelNames?: string[] })[];
   for (const m of all) {
@@ -35,7 +32,6 @@ beforeAll(() => {
     for (const s of series) exported.set(`${m.name}${s}`, s === '_bucket' ? new Set([...labels, 'le']) : m.type === 'summary' && s === '' ? new Set([...labels, 'quantile']) : labels);
   }
 });
-afterAll(() => closeGauges());
 
 const KEYWORDS = new Set(['and', 'or', 'unless', 'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'offset', 'inf', 'nan']);
 

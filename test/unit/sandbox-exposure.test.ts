@@ -6,7 +6,7 @@ import { parseConfig } from '../../shared/config.js';
 
 const production = {
   NODE_ENV: 'production', JWT_SECRET: 'j'.repeat(40), PAYMENT_WEBHOOK_SECRET: 'w'.repeat(40), PSP_API_KEY: 'k', DASHBOARD_PASSWORD: 'p',
-  PSP_SANDBOX: 'true',
+  PSP_SANDBOX: 'true', NOTIFY_WEBHOOK_URL: 'none',
 };
 
 describe('the sandbox provider in a production configuration', () => {

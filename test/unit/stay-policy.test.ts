@@ -9,7 +9,7 @@ const iso = (d: Date) => d.toISOString();
 
 function stay(checkIn: string, timezone: string, checkInTime = '14:00:00', deposit = 1_000_000): StayBooking {
   return {
-    id: 1, kind: 'stay', status: 'CONFIRMED', version: 2, customerId: 7,
+    id: 1, kind: 'stay', status: 'CONFIRMED', jobGen: 0, version: 2, customerId: 7,
     roomTypeId: 3, checkIn, checkOut: '2030-01-01', rooms: 1, guests: 1, ratePlanId: null, totalAmount: null, depositAmount: deposit, currency: 'VND',
     holdExpiresAt: null, nextExpiryCheckAt: null, payRequestedAt: null, paymentIntentId: null, depositVersion: 0,
     hotel: { timezone, checkInTime },

@@ -1,7 +1,7 @@
-import type { CommonQueryMethods } from '../db/pool.js';
-import type { BookingStatus } from '../domain/booking-status.js';
-import { stayCounter, type Booking } from '../domain/booking.js';
-import { attributeChanges, lockNights, moveRooms } from '../db/inventory.js';
+import type { CommonQueryMethods } from '../../db/pool.js';
+import type { BookingStatus } from '../../domain/booking-status.js';
+import { stayCounter, type Booking } from '../../domain/booking.js';
+import { attributeChanges, lockNights, moveRooms } from '../../db/inventory.js';
 
 /** Moves a stay's rooms between counters for a status change, in the caller's transaction, with a ledger entry. */
 export async function applyInventoryEffect(

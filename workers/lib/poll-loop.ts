@@ -1,4 +1,4 @@
-import { logger } from '../shared/logger.js';
+import { logger } from '../../shared/logger.js';
 
 export interface PollOptions {
   /** After a pass that found work: the next one this much later (the commits of that time make one batch). */

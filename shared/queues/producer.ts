@@ -1,0 +1,99 @@
+import { Queue } from 'bullmq';
+import type { Config } from '../config.js';
+import { currentCorrelation } from '../correlation.js';
+import { JOB_ID_PREFIX, JOB_KINDS, jobIdOf, type JobKind, type JobRequest, type ObligationKind } from '../domain/jobs.js';
+import { jobsEnqueueFailed } from '../metrics/work.js';
+import { closeRedis, redisClient, type RedisClient, type RedisRole } from '../redis.js';
+import { QUEUES, jobOptions } from './registry.js';
+
+// The producer side of the queues: what a process adds right after the commit that owes the work. It fails fast:
+// a client without an offline queue and with a short command timeout, checked for readiness before each add, and
+// after a failure a second of adds is counted as failed without asking Redis. A failed add never fails the caller
+// (the reconciler arms the job from PostgreSQL); it is counted in jobs_enqueue_failed_total{queue}.
+
+export interface JobProducer {
+  /** Adds each request's job (a duplicate id is a no-op); never throws. `failed`: the adds that did not reach Redis. */
+  enqueue(requests: readonly JobRequest[]): Promise<{ failed: number }>;
+}
+
+/** A producer that adds nothing and counts nothing (benchmarks of the database path, processes without Redis). */
+export const noJobs: JobProducer = { enqueue: async () => ({ failed: 0 }) };
+
+export type QueueSet = Readonly<Record<JobKind, Queue>>;
+
+export interface Producers extends JobProducer {
+  queues: QueueSet;
+  connection: RedisClient;
+  /** True while the producer's connection is up (and not in its back-off after a failure). */
+  ready(): boolean;
+  close(): Promise<void>;
+}
+
+/** After a failed add, further adds fail at once for this long (no Redis call): an outage costs each request ~0 ms. */
+const BREAKER_MS = 1000;
+
+/** The BullMQ add of one request: its name (the id prefix), data (the key, gen, due time, correlation) and id. */
+export function bullJobOf(r: JobRequest, now = Date.now()) {
+  const dueAt = r.runAt ? r.runAt.getTime() : now;
+  const correlation = currentCorrelation();
+  const { kind, gen, runAt: _runAt, promote: _promote, ...key } = r;
+  return {
+    name: JOB_ID_PREFIX[kind],
+    data: { ...key, gen, dueAt, requestId: correlation?.requestId, traceparent: correlation?.traceparent },
+    opts: { ...jobOptions(kind), jobId: jobIdOf(r), delay: Math.max(0, dueAt - now) },
+  };
+}
+
+/** Opens a producer per queue on one fail-fast connection (the reconciler's waits a little longer: `role`). */
+export function openProducers(
+  config: Pick<Config, 'REDIS_URL' | 'redisClusterNodes' | 'QUEUE_PREFIX'>,
+  role: Extract<RedisRole, 'producer' | 'reconciler'> = 'producer',
+): Producers {
+  const connection = redisClient(config, role);
+  connection.on('error', () => {}); // an outage shows as failed adds, not as a crash
+  const queues = Object.fromEntries(JOB_KINDS.map((k) => {
+    const q = new Queue(QUEUES[k].name, { connection, prefix: config.QUEUE_PREFIX, defaultJobOptions: jobOptions(k) });
+    q.on('error', () => {});
+    return [k, q];
+  })) as Record<JobKind, Queue>;
+  let breakerUntil = 0;
+  const ready = () => connection.status === 'ready' && Date.now() >= breakerUntil;
+
+  async function addKind(kind: ObligationKind, requests: JobRequest[]): Promise<number> {
+    const q = queues[kind];
+    try {
+      const jobs = requests.map((r) => bullJobOf(r));
+      if (jobs.length === 1) await q.add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
+      else await q.addBulk(jobs);
+    } catch {
+      breakerUntil = Date.now() + BREAKER_MS;
+      jobsEnqueueFailed.inc({ queue: kind }, requests.length);
+      return requests.length;
+    }
+    for (const r of requests.filter((x) => x.promote)) {
+      // Best effort: a delayed job of a row that is due now runs now (else at its time, or the reconciler promotes it).
+      const job = await q.getJob(jobIdOf(r)).catch(() => undefined);
+      if (job && (await job.isDelayed().catch(() => false))) await job.promote().catch(() => {});
+    }
+    return 0;
+  }
+
+  return {
+    queues, connection, ready,
+    async enqueue(requests) {
+      if (requests.length === 0) return { failed: 0 };
+      const byKind = new Map<ObligationKind, JobRequest[]>();
+      for (const r of requests) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r]);
+      if (!ready()) {
+        for (const [kind, rs] of byKind) jobsEnqueueFailed.inc({ queue: kind }, rs.length);
+        return { failed: requests.length };
+      }
+      const failed = await Promise.all([...byKind].map(([kind, rs]) => addKind(kind, rs)));
+      return { failed: failed.reduce((a, b) => a + b, 0) };
+    },
+    async close() {
+      await Promise.all(Object.values(queues).map((q) => q.close().catch(() => {})));
+      closeRedis(connection);
+    },
+  };
+}
