@@ -19,7 +19,7 @@ export function spawnApi(name: string, port: number, env: Record<string, string>
 }
 
 /** Resolves once the API answers /ready with 200. */
-export async function waitReady(port: number, timeoutMs = 30_000): Promise<void> {
+export async function waitReady(port: number, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     try {
