@@ -21,13 +21,16 @@ export function spawnApi(name: string, port: number, env: Record<string, string>
 /** Resolves once the API answers /ready with 200. */
 export async function waitReady(port: number, timeoutMs = 60_000): Promise<void> {
   const until = Date.now() + timeoutMs;
+  let last = 'nothing listening';
   for (;;) {
     try {
-      if ((await fetch(`http://127.0.0.1:${port}/ready`)).status === 200) return;
+      const r = await fetch(`http://127.0.0.1:${port}/ready`);
+      if (r.status === 200) return;
+      last = `${r.status} ${await r.text()}`;
     } catch {
       // not listening yet
     }
-    if (Date.now() > until) throw new Error(`api on :${port} not ready within ${timeoutMs} ms`);
+    if (Date.now() > until) throw new Error(`api on :${port} not ready within ${timeoutMs} ms (last: ${last})`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
