@@ -18,6 +18,9 @@ export interface RouteDeps extends ApiDeps, SearchDeps {}
 export interface ApiState {
   requestId: string;
   actor?: Actor;
+  /** The request body's bytes exactly as received (POST, PUT, PATCH). */
+  rawBytes?: Buffer;
+  /** Their strict UTF-8 decoding, a leading BOM dropped ('' when they are not UTF-8: see bodyInvalid). */
   rawBody?: string;
   body?: unknown;
   /** Why the body is not acceptable JSON (not JSON, or nested too deeply); judged by jsonBody. */

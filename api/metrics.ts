@@ -23,7 +23,7 @@ export function createMetrics() {
       name: 'bookings_total', help: 'Hold attempts by kind and outcome', registers, labelNames: ['kind', 'outcome'],
     }),
     rateLimiterFailOpen: new Counter({
-      name: 'rate_limiter_fail_open_total', help: 'Holds let through because Redis was unreachable', registers,
+      name: 'rate_limiter_fail_open_total', help: 'Holds let through unchecked: Redis unreachable, or holds in flight still undecided after the limiter\'s wait', registers,
     }),
     searchCache: new Counter({
       name: 'search_cache_total', help: 'Search cache lookups by kind and result (hit | miss)', registers, labelNames: ['kind', 'result'],

@@ -63,7 +63,7 @@ export const MUTATIONS: Mutation[] = [
     why: 'POST /bookings takes any Idempotency-Key (2,000 characters, say) instead of 1–255; the fuzz must see a 201 the document refuses',
     edits: [{
       file: 'api/routes/bookings.ts',
-      search: "const input = holdInput(jsonBody(ctx.state));\n    const idempotencyKey = parse(idempotencyKeyHeader, ctx.get('idempotency-key') || undefined, 'header');",
+      search: "const input = holdInput(jsonBody(ctx.state));\n    const idempotencyKey = parseHeader(ctx, 'Idempotency-Key', idempotencyKeyHeader);",
       replace: "const input = holdInput(jsonBody(ctx.state));\n    const idempotencyKey = ctx.get('idempotency-key') || undefined;",
     }],
     test: 'test/fuzz/endpoints.test.ts', filter: 'holdBooking', env: { FUZZ_RUNS: '300', FUZZ_SEED: '20' }, weakAt: BEFORE,

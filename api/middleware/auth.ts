@@ -5,6 +5,7 @@ import { DomainError, forbidden } from '../../shared/domain/errors.js';
 import type { Actor, Role } from '../../shared/domain/actor.js';
 import { parseIdText } from '../../shared/domain/ids.js';
 import type { ApiState } from '../context.js';
+import { header } from '../headers.js';
 
 const claims = z.object({
   sub: z.string().refine((s) => parseIdText(s) !== null),
@@ -41,7 +42,7 @@ export function verifyBearer(verify: Verify, header: string | undefined): Actor 
 export function authenticate(jwtSecret: string, roles?: readonly Role[]): Middleware<ApiState> {
   const verify = bearerVerifier(jwtSecret);
   return async (ctx, next) => {
-    ctx.state.actor = verifyBearer(verify, ctx.get('authorization') || undefined);
+    ctx.state.actor = verifyBearer(verify, header(ctx, 'authorization'));
     if (roles && !roles.includes(ctx.state.actor.role)) throw forbidden();
     await next();
   };

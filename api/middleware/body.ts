@@ -3,15 +3,25 @@ import getRawBody from 'raw-body';
 import { DomainError } from '../../shared/domain/errors.js';
 import type { ApiState } from '../context.js';
 import { BodyTooLargeError } from './errors.js';
+import { header } from '../headers.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-/** Reads the raw body (kept for webhook signatures) and parses JSON; over 1 MiB is 413, bad JSON 400. */
+/**
+ * Strict UTF-8: a byte sequence that is not UTF-8 is refused, not replaced by U+FFFD (which would make two different
+ * bodies one text). A leading byte order mark is dropped (RFC 8259 §8.1 lets a parser ignore it).
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/**
+ * Reads the raw body and parses JSON; over 1 MiB is 413, bad JSON 400. The bytes are kept as received (the webhook's
+ * signature covers them, not their decoding); the text is their strict UTF-8 decoding, BOM dropped.
+ */
 export const body: Middleware<ApiState> = async (ctx, next) => {
   if (!['POST', 'PUT', 'PATCH'].includes(ctx.method)) return next();
-  let raw: string;
+  let bytes: Buffer;
   try {
-    raw = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, encoding: 'utf8', length: ctx.get('content-length') || undefined });
+    bytes = await getRawBody(ctx.req, { limit: MAX_BODY_BYTES, length: header(ctx, 'content-length') });
   } catch (e) {
     const type = (e as { type?: string }).type;
     if (type === 'entity.too.large') {
@@ -20,9 +30,17 @@ export const body: Middleware<ApiState> = async (ctx, next) => {
     }
     throw new DomainError('VALIDATION', 'request body could not be read', { field: 'body' });
   }
+  ctx.state.rawBytes = bytes;
+  let raw = '';
+  try {
+    raw = utf8.decode(bytes);
+  } catch {
+    // Not thrown here either: the webhook checks its signature over the bytes first.
+    ctx.state.bodyInvalid = 'request body is not valid UTF-8';
+  }
   ctx.state.rawBody = raw;
   // Not thrown here: the webhook must check its signature before judging the body.
-  if (raw.trim() !== '') {
+  if (!ctx.state.bodyInvalid && raw.trim() !== '') {
     if (jsonDepth(raw) > MAX_JSON_DEPTH) ctx.state.bodyInvalid = `request body is nested deeper than ${MAX_JSON_DEPTH} levels`;
     else {
       try {

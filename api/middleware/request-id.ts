@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { ApiState } from '../context.js';
+import { header } from '../headers.js';
 import { traceparentFor, withCorrelation } from '../../shared/correlation.js';
 
 // Any visible ASCII (spaces inside allowed) that is safe to echo in a header.
@@ -12,9 +13,9 @@ const acceptable = /^[\x21-\x7e](?:[\x20-\x7e]{0,198}[\x21-\x7e])?$/;
  * lines, outbox rows, jobs and Kafka headers written on its behalf carry the same id.
  */
 export const requestId: Middleware<ApiState> = async (ctx, next) => {
-  const given = ctx.get('x-request-id');
+  const given = header(ctx, 'x-request-id');
   ctx.state.requestId = given && acceptable.test(given) ? given : randomUUID();
   ctx.set('X-Request-Id', ctx.state.requestId);
-  const traceparent = traceparentFor(ctx.state.requestId, ctx.get('traceparent') || undefined);
+  const traceparent = traceparentFor(ctx.state.requestId, header(ctx, 'traceparent'));
   await withCorrelation({ requestId: ctx.state.requestId, traceparent }, next);
 };

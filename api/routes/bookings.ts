@@ -4,6 +4,7 @@ import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { HoldRateLimiter } from '../hold-rate-limiter.js';
 import { parse, pathId } from '../validation.js';
+import { parseHeader } from '../headers.js';
 import { z } from 'zod';
 import {
   bookingAnswer, cancelAnswer, cancelBody, carHoldBody, changeAnswer, changeBody, holdAnswer, holdBodyObject, idempotencyKeyHeader, stayHoldBody,
@@ -34,7 +35,7 @@ export function bookingRoutes(deps: ApiDeps) {
 
   router.post('/bookings', authenticate(deps.config.JWT_SECRET, ['customer']), async (ctx) => {
     const input = holdInput(jsonBody(ctx.state));
-    const idempotencyKey = parse(idempotencyKeyHeader, ctx.get('idempotency-key') || undefined, 'header');
+    const idempotencyKey = parseHeader(ctx, 'Idempotency-Key', idempotencyKeyHeader);
     const { outcome, replayed } = await placeHold(holdDeps, actorOf(ctx.state), input, { idempotencyKey, body: jsonBody(ctx.state) });
     if (replayed) ctx.set('Idempotent-Replayed', 'true');
     if (!outcome.ok) throw refusalError(outcome.error); // the first answer's code, message and details
@@ -60,7 +61,7 @@ export function bookingRoutes(deps: ApiDeps) {
   router.post('/bookings/:id/change', auth, async (ctx) => {
     const raw = jsonBody(ctx.state);
     const request = parse(changeBody, raw, 'body');
-    const idempotencyKey = parse(idempotencyKeyHeader, ctx.get('idempotency-key') || undefined, 'header');
+    const idempotencyKey = parseHeader(ctx, 'Idempotency-Key', idempotencyKeyHeader);
     const { outcome, replayed } = await changeBooking(deps, actorOf(ctx.state), pathId(ctx.params.id, 'booking'), request, { idempotencyKey, body: raw });
     if (replayed) ctx.set('Idempotent-Replayed', 'true');
     if (!outcome.ok) throw refusalError(outcome.error);

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { ApiDeps, ApiState } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { parse } from '../validation.js';
+import { header } from '../headers.js';
 import { verifyWebhookSignature } from '../../shared/psp/signature.js';
 import { WEBHOOK_EVENT_TYPES, webhookEventSchema } from '../../shared/psp/webhook-event.js';
 import { DomainError } from '../../shared/domain/errors.js';
@@ -20,10 +21,11 @@ const typeLabel = (body: unknown): string => {
 export function paymentRoutes(deps: ApiDeps) {
   const router = new Router<ApiState>();
   router.post('/payments/webhook', async (ctx) => {
-    // The signature covers the raw body and is checked before the body is judged.
-    const raw = ctx.state.rawBody ?? '';
+    // The signature covers the body's bytes exactly as received (a BOM, CRLF, trailing whitespace, bytes that are not
+    // UTF-8) and is checked before the body is decoded or judged: a validly signed body that is not UTF-8 is 400.
+    const raw = ctx.state.rawBytes ?? Buffer.alloc(0);
     const now = Math.floor(deps.clock.now().getTime() / 1000);
-    if (!verifyWebhookSignature(deps.config.PAYMENT_WEBHOOK_SECRET, ctx.get('psp-signature') || undefined, raw, now)) {
+    if (!verifyWebhookSignature(deps.config.PAYMENT_WEBHOOK_SECRET, header(ctx, 'psp-signature'), raw, now)) {
       deps.metrics.webhooks.inc({ type: 'unverified', outcome: 'invalid_signature' });
       throw new DomainError('INVALID_SIGNATURE', 'webhook signature missing, wrong, or outside 300 s');
     }

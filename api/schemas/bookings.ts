@@ -11,7 +11,7 @@ export const stayHoldBody = z.object({
 /** Any POST /bookings body is first a JSON object. */
 export const holdBodyObject = z.record(z.unknown(), { invalid_type_error: 'a JSON object is required', required_error: 'a JSON object is required' });
 /** The Idempotency-Key header of POST /bookings */
-export const idempotencyKeyHeader = z.string().min(1).max(255).optional();
+export const idempotencyKeyHeader = z.string().min(1, 'given empty: 1 to 255 characters, or no header').max(255).optional();
 /** POST /bookings/{id}/cancel */
 export const cancelBody = z.object({ reason: z.string().max(500).refine(isCleanText, CLEAN_TEXT).optional() }).optional();
 

@@ -1,13 +1,17 @@
 import { z } from 'zod';
+import { MAX_MONEY, currencyCode } from '../../shared/domain/money.js';
 
 // Building blocks of the request schemas. Shapes only: rules that span fields or need the clock (periods,
 // nights, "not in the past") are the domain's, checked by the use cases.
 
 export const id = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
-export const money = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+/** Money in a request: an integer of minor units, at most MAX_MONEY (10^15), so every total derived from it stays exact. */
+export const money = z.number().int().nonnegative().max(MAX_MONEY, `at most ${MAX_MONEY} minor units`);
 /** A deposit the customer pays to hold: at least 1 minor unit (a deposit of 0 could never be paid, so never confirmed). */
-export const deposit = z.number().int().min(1, 'at least 1: a deposit of 0 can never be paid').max(Number.MAX_SAFE_INTEGER);
-export const currency = z.string().regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as VND');
+export const deposit = z.number().int().min(1, 'at least 1: a deposit of 0 can never be paid').max(MAX_MONEY, `at most ${MAX_MONEY} minor units`);
+/** ISO 4217, in any case (`vnd` is `VND`); kept and answered in upper case. */
+export const currency = z.string().regex(/^[A-Za-z]{3}$/, 'an ISO 4217 code such as VND (any case)').transform(currencyCode)
+  .describe('ISO 4217 code, three letters in any case (`vnd` is `VND`); stored and answered in upper case');
 /**
  * Text a person typed: no control characters but tab and line breaks (PostgreSQL refuses NUL outright, and logs
  * and screens should not get the others), and well-formed Unicode (a lone surrogate would be stored as U+FFFD).

@@ -1,3 +1,4 @@
+import { boundedTotal } from './money.js';
 import type { Actor } from './actor.js';
 import type { BookingStatus } from './booking-status.js';
 import { notFound, validation } from './errors.js';
@@ -79,7 +80,7 @@ export const checkStayDates = (checkIn: string, checkOut: string): number =>
   checkNightRange(checkIn, checkOut, MAX_STAY_NIGHTS, { from: 'checkIn', to: 'checkOut', what: 'a stay' });
 
 /** A stay's deposit is the room type's, once per room. */
-export const stayDeposit = (perRoom: number, rooms: number): number => perRoom * rooms;
+export const stayDeposit = (perRoom: number, rooms: number): number => boundedTotal(perRoom * rooms, 'rooms', 'the deposit × rooms');
 
 /** The room-night counter a stay occupies in each status; null: it occupies nothing. Cars occupy through the exclusion constraint. */
 export function stayCounter(status: BookingStatus): 'held' | 'confirmed' | null {

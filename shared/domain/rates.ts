@@ -1,4 +1,5 @@
 import { DomainError } from './errors.js';
+import { boundedTotal } from './money.js';
 
 /** What a rate plan's calendar says about one night. */
 export interface CalendarFields {
@@ -116,6 +117,7 @@ export function judgeStay(v: StayView): StayPrice | null {
   if (!roomsAvailable(v.roomNights, v.nightCount, v.rooms)) throw soldOut();
   if (!v.rate) return null;
   const price = priceStay(v.rate.nights, v.rooms);
+  boundedTotal(price.totalAmount, 'rooms', "the stay's total (Σ nightly price × rooms)");
   if (v.quotedTotal !== null && v.quotedTotal !== price.totalAmount) throw priceChanged(v.quotedTotal, price.totalAmount);
   return price;
 }

@@ -2,24 +2,26 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 const HEX_SHA256 = /^[0-9a-f]{64}$/i;
 
-function hmacHex(secret: string, t: number, rawBody: string): string {
-  return createHmac('sha256', secret).update(`${t}.${rawBody}`).digest('hex');
+/** HMAC-SHA256 of `${t}.` followed by the body's bytes (a string body is its UTF-8 bytes). */
+function hmacHex(secret: string, t: number, rawBody: string | Uint8Array): string {
+  return createHmac('sha256', secret).update(`${t}.`).update(rawBody).digest('hex');
 }
 
 /** Value for the `Psp-Signature` header: `t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "t.rawBody")>`. */
-export function signWebhook(secret: string, rawBody: string, tSeconds: number): string {
+export function signWebhook(secret: string, rawBody: string | Uint8Array, tSeconds: number): string {
   const t = Math.floor(tSeconds);
   return `t=${t},v1=${hmacHex(secret, t, rawBody)}`;
 }
 
 /**
- * True when some `v1` in the header is the HMAC of `${t}.${rawBody}` and |now − t| ≤ toleranceS.
+ * True when some `v1` in the header is the HMAC of `${t}.${rawBody}` and |now − t| ≤ toleranceS. The body is the bytes
+ * received, never a decoding of them (a BOM or an invalid byte would change the text, not what the provider signed).
  * Parts may come in any order; unknown parts are ignored; several v1 are allowed (secret rotation).
  */
 export function verifyWebhookSignature(
   secret: string,
   header: string | undefined,
-  rawBody: string,
+  rawBody: string | Uint8Array,
   nowSeconds: number,
   toleranceS = 300,
 ): boolean {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_MONEY } from '../domain/money.js';
 
 // The provider's webhook event: the one schema the service validates with and the sandbox provider sends.
 
@@ -27,8 +28,11 @@ export const webhookEventSchema = z.object({
     paymentIntentId: str,
     // Any text: one that names no booking (a longer one included) is an unknown reference, acknowledged with 200.
     reference: z.string().refine(storable, 'no NUL or malformed Unicode'),
-    amount: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
-    currency: z.string().min(1).max(8).refine(storable, 'no NUL or malformed Unicode'),
+    // Money is at most 10^15 minor units (CONTRACT.md "Conventions"); no deposit the service asks for is more.
+    amount: z.number().int().nonnegative().max(MAX_MONEY),
+    // ISO 4217 in any case (Stripe sends `vnd`): compared without regard to case, stored in upper case.
+    currency: z.string().min(1).max(8).refine(storable, 'no NUL or malformed Unicode')
+      .describe("ISO 4217 in any case (`vnd` is `VND`): compared with the booking's currency without regard to case"),
     providerTxnId: str.nullable().optional().default(null),
     refundId: str.nullable().optional(),
   }),

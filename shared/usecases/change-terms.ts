@@ -4,6 +4,7 @@ import { describeActor } from '../domain/actor.js';
 import { notFound, validation } from '../domain/errors.js';
 import { stayCounter, stayDeposit, type Booking, type CarBooking, type StayBooking } from '../domain/booking.js';
 import { carDays, judgeStay } from '../domain/rates.js';
+import { boundedTotal, sameCurrency } from '../domain/money.js';
 import { nightsBetween } from '../domain/nights.js';
 import { checkGuests, checkQuoteForHold } from '../domain/quotes.js';
 import { checkCarTerms, checkStayTerms, freeForChange, nightDeltas, type CarTerms, type StayTerms } from '../domain/changes.js';
@@ -48,11 +49,11 @@ export async function prepareCarChange(tx: CommonQueryMethods, actor: Actor, b: 
   const car = await findCar(tx, after.carId);
   if (!car) throw notFound('car');
   if (car.id !== b.carId) {
-    if (car.currency !== b.currency) throw validation('carId', `the car is priced in ${car.currency}, the booking in ${b.currency}`);
+    if (!sameCurrency(car.currency, b.currency)) throw validation('carId', `the car is priced in ${car.currency}, the booking in ${b.currency}`);
     if (actor.role === 'host' && car.hostId !== actor.id) throw validation('carId', 'a host may move a booking only to a car of their own');
   }
   const depositAmount = b.status === 'ON_TRIP' ? b.depositAmount : car.depositAmount;
-  const totalAmount = car.dailyPrice * carDays(after.from, after.to);
+  const totalAmount = boundedTotal(car.dailyPrice * carDays(after.from, after.to), 'to', 'the dailyPrice × days');
   return {
     depositAmount,
     async apply(newDepositVersion) {
@@ -84,7 +85,7 @@ export async function prepareStayChange(
   if (after.roomTypeId !== before.roomTypeId) {
     const own = await findStayCatalogue(tx, before.roomTypeId, null);
     if (cat.hotelId !== own?.hotelId) throw validation('roomTypeId', 'the new room type must be of the same hotel');
-    if (cat.currency !== b.currency) throw validation('roomTypeId', `the room type is priced in ${cat.currency}, the booking in ${b.currency}`);
+    if (!sameCurrency(cat.currency, b.currency)) throw validation('roomTypeId', `the room type is priced in ${cat.currency}, the booking in ${b.currency}`);
   }
   if (after.ratePlanId !== null) {
     if (cat.ratePlanRoomTypeId === null) throw notFound('rate plan');

@@ -2,7 +2,8 @@ import { CheckExclusionConstraintViolationError, CheckIntegrityConstraintViolati
 import type { Deps } from './deps.js';
 import type { Actor } from '../domain/actor.js';
 import { describeActor } from '../domain/actor.js';
-import { DomainError, forbidden, notFound } from '../domain/errors.js';
+import { DomainError, forbidden, notFound, validation } from '../domain/errors.js';
+import { MAX_MONEY } from '../domain/money.js';
 import { checkCarHold, checkStayDates, stayDeposit, type BookingKind } from '../domain/booking.js';
 import { carDays, soldOut } from '../domain/rates.js';
 import { attributeChanges, moveRooms } from '../db/inventory.js';
@@ -142,6 +143,9 @@ async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind:
     if (e instanceof CheckExclusionConstraintViolationError || (e as { code?: string }).code === '23P01') {
       throw new DomainError('CAR_UNAVAILABLE', 'the car is already booked for an overlapping period (turnaround included)');
     }
+    // The total is computed in the INSERT from the car's price (no read before it): migration 018's CHECK refuses
+    // one beyond MAX_MONEY, and that is the request's fault (its span), not the server's.
+    if (brokenCheck(e) === 'booking_total_bound') throw validation('to', `the dailyPrice × days would exceed ${MAX_MONEY} minor units`);
     throw e;
   }
 }
@@ -176,16 +180,30 @@ async function holdStay(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind
       });
     });
   } catch (e) {
+    if (brokenCheck(e)?.endsWith('_bound')) throw validation('rooms', `an amount of the stay would exceed ${MAX_MONEY} minor units`);
     // The CHECK is the last line of defence should the locked read above ever be bypassed.
     if (e instanceof CheckIntegrityConstraintViolationError) throw soldOut();
     throw e;
   }
 }
 
+/** The CHECK constraint a write broke, by name: slonik's typed error (transactions) or node-postgres's (prepared). */
+function brokenCheck(e: unknown): string | null {
+  if (e instanceof CheckIntegrityConstraintViolationError) return e.constraint;
+  const pgError = e as { code?: string; constraint?: string };
+  return pgError.code === '23514' ? pgError.constraint ?? null : null;
+}
+
 /** The per-customer budget of new holds (HOLD_RATE_LIMIT per HOLD_RATE_WINDOW_S). */
 export interface HoldLimiter {
-  /** Takes one of the customer's slots, or throws RATE_LIMITED. */
-  acquire(customerId: number): Promise<{ release(): Promise<void> }>;
+  /** Takes a slot for one hold being decided (waiting, boundedly, for ones in flight), or throws RATE_LIMITED. */
+  acquire(customerId: number): Promise<HoldSlot>;
+}
+
+/** A hold being decided: it counts only once confirmed (created); released, it never counted. */
+export interface HoldSlot {
+  confirm(): Promise<void>;
+  release(): Promise<void>;
 }
 
 export interface HoldDeps extends Deps {
@@ -202,8 +220,8 @@ export interface HoldRequest {
 
 /**
  * POST /bookings: the body's shape (the route), then the Idempotency-Key (a replay answers here), then the
- * checks that need the clock or the catalogue, then the rate limit, then the hold. Only a created hold keeps its
- * limiter slot; a replay never reaches the limiter.
+ * checks that need the clock or the catalogue, then the rate limit, then the hold. Only a created hold counts: its
+ * slot is confirmed once the hold committed, a refused one's is released; a replay never reaches the limiter.
  */
 export async function placeHold(
   deps: HoldDeps,
@@ -221,6 +239,7 @@ export async function placeHold(
     const slot = await deps.holdLimiter.acquire(actor.id);
     try {
       const result = await holdBooking(deps, actor, prepared, { beforeCommit: remember });
+      await slot.confirm(); // committed: now it counts
       deps.onHoldAttempt?.(input.kind, 'held');
       return result;
     } catch (e) {

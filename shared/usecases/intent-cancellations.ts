@@ -10,6 +10,7 @@ import { QUEUES } from '../queues/registry.js';
 import { confirmFromProvider } from './payments.js';
 import { unclaimedOutcome } from './unclaimed.js';
 import { supersededIntents } from '../db/changes.js';
+import { sameCurrency } from '../domain/money.js';
 
 // CONTRACT "Expiry": when a booking leaves HOLD unpaid (EXPIRED, CANCELLED), every payment intent created for it
 // is cancelled at the provider, retried until the provider answers; an intent found already succeeded is refunded
@@ -42,7 +43,7 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
         // A HOLD whose deposit a change replaced: its superseded intents (and any listed intent that cannot pay the
         // current deposit) go; the intent of the current deposit stays payable.
         const superseded = await supersededIntents(deps.db, b.id);
-        toCancel.push(...listed.filter((i) => superseded.has(i.id) || i.amount !== b.depositAmount || i.currency !== b.currency));
+        toCancel.push(...listed.filter((i) => superseded.has(i.id) || i.amount !== b.depositAmount || !sameCurrency(i.currency, b.currency)));
         toCancel.push(...[...superseded].filter((id) => !ids.has(id)));
       } else {
         toCancel.push(...listed);

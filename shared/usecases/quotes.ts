@@ -6,7 +6,7 @@ import type { StayRequest } from '../domain/quotes.js';
 import { findQuote, insertQuote, purgeQuotes, type QuoteRow } from '../db/quotes.js';
 import { readStay } from '../db/rate-plans.js';
 import { checkStay, judge, quoteFingerprint, requestOf, type StayInput } from './stay-pricing.js';
-import { checkStayDates } from '../domain/booking.js';
+import { checkStayDates, stayDeposit } from '../domain/booking.js';
 import { nightsBetween } from '../domain/nights.js';
 
 /** The contract's quote answer: the request it was made for (customer aside), the breakdown and the totals. */
@@ -45,7 +45,7 @@ export async function createQuote(deps: Deps, actor: Actor, input: StayInput & {
     customerId: actor.id, fingerprint: quoteFingerprint(requestOf(actor.id, input)),
     roomTypeId: stay.roomTypeId, ratePlanId: input.ratePlanId, checkIn: stay.checkIn, checkOut: stay.checkOut,
     rooms: stay.rooms, guests: stay.guests, nightPrices: price.nights.map((n) => n.price), totalAmount: price.totalAmount,
-    depositAmount: stay.depositPerRoom * stay.rooms, currency: stay.currency, validUntil,
+    depositAmount: stayDeposit(stay.depositPerRoom, stay.rooms), currency: stay.currency, validUntil,
   };
   return view({ ...row, id: await insertQuote(deps.db, row) });
 }

@@ -9,7 +9,7 @@ import { findRatePlan, findStayCatalogue, listCalendar, readStay, type StayCatal
 import { lockNights } from '../db/inventory.js';
 import { findQuote } from '../db/quotes.js';
 import type { CommonQueryMethods } from '../db/pool.js';
-import { checkStayDates } from '../domain/booking.js';
+import { checkStayDates, stayDeposit } from '../domain/booking.js';
 import { nightsBetween } from '../domain/nights.js';
 
 /** A stay as a quote or a hold asks for it (defaults applied at the edge). */
@@ -67,6 +67,7 @@ export function checkStay(actor: Actor, s: StayInput, c: StayCatalogue | null, n
   const today = hotelToday(now, c.timezone);
   if (s.checkIn < today) throw validation('checkIn', `checkIn is before today (${today}) in the hotel's time zone`);
   checkGuests(s.guests, s.rooms, c.maxGuests);
+  stayDeposit(c.depositAmount, s.rooms); // 400 when deposit × rooms is beyond MAX_MONEY, before the rate limiter
   return {
     customerId: actor.id, roomTypeId: s.roomTypeId, checkIn: s.checkIn, checkOut: s.checkOut,
     nightCount: nightsBetween(s.checkIn, s.checkOut), rooms: s.rooms, guests: s.guests,

@@ -23,9 +23,19 @@ export function jsonText(v: unknown): string {
 
 const deep = (n: number, open: string, close: string) => new RawJson(open.repeat(n) + '1' + close.repeat(n));
 
+/**
+ * Amounts at the money bound (10^15 minor units, CONTRACT.md "Conventions") and at the totals derived from it: a
+ * price a few days of which pass it, a deposit a few rooms of which do, and the exact-integer edge beyond.
+ */
+export const boundaryAmount: fc.Arbitrary<number> = fc.oneof(
+  fc.constantFrom(1e15, 1e15 - 1, 1e15 + 1, 5e14, 5e14 + 1, 333_333_333_333_333, 333_333_333_333_334, 1e13, 1e12 + 1, 2 ** 53 - 1, 9_007_199_254_740_991),
+  fc.tuple(fc.integer({ min: 1, max: 100 }), fc.integer({ min: -1, max: 1 })).map(([k, d]) => Math.floor(1e15 / k) + d),
+);
+
 /** Numbers at and beyond every boundary the service has: ids, int4/int8, safe integers, doubles. */
 export const hostileNumber: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(0, -1, 1.5, 0.1, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 53 - 1, 2 ** 53, 2 ** 53 + 2, 2 ** 63, 2 ** 64, -(2 ** 63), 1e21, 1e308, -1e308, 5e-324),
+  boundaryAmount,
   fc.constantFrom('1e400', '-1e400', '-0', '-0.0', '1E2', '1.0', '9223372036854775808', '99999999999999999999999', '1e-400', '0.00000000000000000001')
     .map((t) => new RawJson(t)),
   fc.integer(),
@@ -97,6 +107,16 @@ export const hostileJson: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(deep(100_000, '[', ']'), deep(33, '[', ']'), deep(32, '[', ']'), new RawJson(`${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}`)) },
   { weight: 1, arbitrary: fc.constant(new RawJson(JSON.stringify('y'.repeat(200_000)))) },
 );
+
+/** Currency codes: ISO 4217 in every case (`vnd` is `VND`), other codes, and what only looks like one. */
+export const hostileCurrency: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom('VND', 'vnd', 'Vnd', 'vNd', 'vnD', 'USD', 'usd', 'eur'),
+  fc.constantFrom('VN', 'VNDD', 'V N', ' vnd', 'vnd ', 'ＶＮＤ', 'VNĐ', 'v\u0000d', '', 'İSK', 'ǅZD', '123', 'v_d', 'VND\n'),
+  fc.stringMatching(/^[A-Za-z]{3}$/),
+);
+
+/** A header present but empty or of whitespace only (a header given empty is as malformed as a bad value). */
+export const blankHeader: fc.Arbitrary<string> = fc.constantFrom('', ' ', '  ', '\t', ' \t ', '\t\t');
 
 /** Header values Node will put on the wire: Latin-1 (UTF-8 bytes read as Latin-1), no CR/LF. */
 export const hostileHeader: fc.Arbitrary<string> = fc.oneof(

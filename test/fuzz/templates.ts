@@ -12,7 +12,7 @@ import type { Caller } from '../helpers/access-matrix.js';
 // booking to pick up is CONFIRMED first. Unmutated, each must reach its documented success (the fuzz asserts it).
 
 /** What a field holds, so its hostile values are of its kind too (an instant gets impossible offsets). */
-export type Kind = 'instant' | 'date' | 'timezone' | 'any';
+export type Kind = 'instant' | 'date' | 'timezone' | 'currency' | 'amount' | 'any';
 
 export interface Template {
   params?: Record<string, string>;
@@ -112,6 +112,7 @@ export const TEMPLATES: Record<string, (c: TemplateContext) => Template | Promis
       plate: `F-${nextSlot().toString(36)}`, model: 'Morning', city: 'HN', dailyPrice: 500_000, depositAmount: 1_000_000, currency: 'VND', turnaroundMinutes: 60,
       ...(caller === 'operator' ? { hostId: HOST_ID } : {}),
     },
+    kinds: { currency: 'currency', dailyPrice: 'amount', depositAmount: 'amount' },
   }),
   searchCars: () => ({ query: { city: 'HN', from: inHours(48), to: inHours(72), limit: '10' }, kinds: instantKinds }),
   holdBooking: ({ fx }) => (nextSlot() % 2 === 0
@@ -132,7 +133,9 @@ export const TEMPLATES: Record<string, (c: TemplateContext) => Template | Promis
   paymentWebhook: () => ({}),
   searchStays: () => ({ query: { city: 'HCM', checkIn: day(20), checkOut: day(22), rooms: '1' }, kinds: dateKinds }),
   createHotel: () => ({ body: { name: 'Fuzz Hotel', city: 'HCM', timezone: 'Asia/Ho_Chi_Minh', checkInTime: '14:00' }, kinds: { timezone: 'timezone' } }),
-  createRoomType: ({ fx }) => ({ params: { hotelId: String(fx.hotelId) }, body: { name: 'Twin', depositAmount: 300_000, currency: 'VND', maxGuests: 2 } }),
+  createRoomType: ({ fx }) => ({ params: { hotelId: String(fx.hotelId) }, body: { name: 'Twin', depositAmount: 300_000, currency: 'VND', maxGuests: 2 },
+    kinds: { currency: 'currency', depositAmount: 'amount' },
+  }),
   setInventory: ({ fx }) => ({ params: { roomTypeId: String(fx.spareRoomTypeId) }, body: { from: day(30), to: day(32), sellable: 5, reason: 'fuzz' }, kinds: dateKinds }),
   getInventory: ({ fx }) => ({ params: { roomTypeId: String(fx.roomTypeId) }, query: { from: day(1), to: day(30) }, kinds: dateKinds }),
   getInventoryAudit: ({ fx }) => ({
@@ -140,7 +143,7 @@ export const TEMPLATES: Record<string, (c: TemplateContext) => Template | Promis
   }),
   createRatePlan: ({ fx }) => ({ params: { roomTypeId: String(fx.roomTypeId) }, body: { name: 'Fuzz plan' } }),
   // Nights no hold or quote of the fuzz asks for: a hostile calendar write there never restricts a later valid request.
-  setCalendar: ({ fx }) => ({ params: { ratePlanId: String(fx.ratePlanId) }, body: { from: day(62), to: day(64), reason: 'fuzz', price: 700_000, minStay: 1 }, kinds: dateKinds }),
+  setCalendar: ({ fx }) => ({ params: { ratePlanId: String(fx.ratePlanId) }, body: { from: day(62), to: day(64), reason: 'fuzz', price: 700_000, minStay: 1 }, kinds: { ...dateKinds, price: 'amount' } }),
   getCalendar: ({ fx }) => ({ params: { ratePlanId: String(fx.ratePlanId) }, query: { from: day(1), to: day(30) }, kinds: dateKinds }),
   createQuote: ({ fx }) => ({ body: { roomTypeId: fx.roomTypeId, ratePlanId: fx.ratePlanId, ...stayNights(), rooms: 1, guests: 1 }, kinds: dateKinds }),
   getQuote: ({ fx }) => ({ params: { quoteId: String(fx.quoteId) } }),

@@ -4,6 +4,7 @@ import { findBooking, transition } from '../../db/bookings.js';
 import { insertPayment } from '../../db/payments.js';
 import { supersededIntents } from '../../db/changes.js';
 import { parseIdText } from '../../domain/ids.js';
+import { currencyCode, sameCurrency } from '../../domain/money.js';
 import { writeEvent } from '../../events/outbox.js';
 import { applyInventoryEffect } from './inventory.js';
 import { notify } from './notify.js';
@@ -29,13 +30,15 @@ export const bookingIdOf = (reference: string) => parseIdText(reference);
  * comes first. A success for a HOLD with the exact deposit confirms it; any other success is refunded in full. The
  * booking row is locked, so this and the expiry (same lock, version CAS) are serialised: exactly one of them wins.
  */
-export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Deps, 'clock'>, p: PaymentSuccess): Promise<PaymentOutcome> {
+export async function applyPaymentSuccess(tx: CommonQueryMethods, deps: Pick<Deps, 'clock'>, given: PaymentSuccess): Promise<PaymentOutcome> {
+  // Currency codes compare without regard to case (a provider such as Stripe sends `vnd`); kept in upper case.
+  const p = { ...given, currency: currencyCode(given.currency) };
   const id = bookingIdOf(p.reference);
   const b = id === null ? null : await findBooking(tx, id, { forUpdate: true });
   if (!b) return 'unknown_booking';
   // An intent a change superseded no longer pays the deposit, whatever its amount.
   const superseded = b.depositVersion > 0 && (await supersededIntents(tx, b.id)).has(p.paymentIntentId);
-  const confirms = b.status === 'HOLD' && !superseded && p.amount === b.depositAmount && p.currency === b.currency;
+  const confirms = b.status === 'HOLD' && !superseded && p.amount === b.depositAmount && sameCurrency(p.currency, b.currency);
   const paymentId = await insertPayment(tx, {
     bookingId: b.id, providerTxnId: p.providerTxnId, paymentIntentId: p.paymentIntentId,
     amount: p.amount, currency: p.currency, outcome: confirms ? 'CONFIRMED' : 'REFUNDED',
