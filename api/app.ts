@@ -3,6 +3,7 @@ import type Router from '@koa/router';
 import type { ApiDeps, ApiState, RouteDeps } from './context.js';
 import type { Operation } from './openapi/operation.js';
 import { redisSearchCache } from './search-cache.js';
+import { replicaLagBudget } from '../shared/config.js';
 import { requestId } from './middleware/request-id.js';
 import { errors } from './middleware/errors.js';
 import { body } from './middleware/body.js';
@@ -47,7 +48,9 @@ export function createApp(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = [])
   app.use(httpMetrics(deps.metrics));
   app.use(errors);
   app.use(body);
-  const routeDeps: RouteDeps = { ...deps, searchCache: redisSearchCache(deps.redis, deps.metrics, deps.config.SEARCH_CACHE_TTL_S) };
+  // An answer read on the replica is already up to the lag budget old: cached, it lives that much less (config.ts).
+  const cacheTtl = deps.config.SEARCH_CACHE_TTL_S - (deps.replica ? replicaLagBudget(deps.config) : 0);
+  const routeDeps: RouteDeps = { ...deps, searchCache: redisSearchCache(deps.redis, deps.metrics, Math.max(0, cacheTtl)) };
   for (const { routes } of ROUTE_MODULES) app.use(routes(routeDeps).routes());
   // Errors are answered by the errors middleware; keep Koa from logging them twice.
   app.silent = true;

@@ -19,7 +19,7 @@ async function runApi(): Promise<void> {
   await runProcess('api', async () => {
     const config = parseConfig();
     // The hold's one statement runs on the prepared pool; the slonik pool serves the rest of the API.
-    const deps = await createDeps(config, { poolSize: 6, preparedPoolSize: 8 });
+    const deps = await createDeps(config, { poolSize: 6, preparedPoolSize: 8, readReplica: true });
     const redis = redisClient(config, 'request', { keyPrefix: config.REDIS_KEY_PREFIX });
     redis.on('error', () => {});
     const metrics = createMetrics();

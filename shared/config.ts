@@ -9,6 +9,10 @@ const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(d
 const schema = z.object({
   NODE_ENV: z.string().default('development'),
   DATABASE_URL: z.string().url().default('postgres://postgres@127.0.0.1:5432/booking'),
+  // Not in the contract: a streaming replica for reads that may be stale (searches, availability, timelines), used
+  // while it is at most DATABASE_READ_MAX_LAG_S seconds behind; past that, or down, those reads go to DATABASE_URL.
+  DATABASE_READ_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url().optional()),
+  DATABASE_READ_MAX_LAG_S: z.coerce.number().positive().default(5),
   REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
   // Redis Cluster: `host:port,host:port,…` (seed nodes). When set it wins over REDIS_URL for every Redis client
   // (queues, workers, dashboard, limiter, search cache); credentials and TLS still come from REDIS_URL.
@@ -80,7 +84,7 @@ export type Config = Omit<z.infer<typeof schema>, SecretName | 'PUBLIC_BASE_URL'
   redisClusterNodes: { host: string; port: number }[];
 };
 
-const SECRETS = new Set(['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD', 'DATABASE_URL', 'REDIS_URL']);
+const SECRETS = new Set(['JWT_SECRET', 'PAYMENT_WEBHOOK_SECRET', 'PSP_API_KEY', 'DASHBOARD_PASSWORD', 'DATABASE_URL', 'DATABASE_READ_URL', 'REDIS_URL']);
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -108,6 +112,20 @@ function productionProblems(c: z.infer<typeof schema>): string[] {
   return problems;
 }
 
+/**
+ * A search may be SEARCH_CACHE_TTL_S stale (the contract): read on a replica, its cached answer lives
+ * SEARCH_CACHE_TTL_S − replicaLagBudget seconds, so the replica's lag bound must leave the cache some room.
+ */
+function replicaProblem(c: z.infer<typeof schema>): string | null {
+  if (!c.DATABASE_READ_URL || replicaLagBudget(c) < c.SEARCH_CACHE_TTL_S) return null;
+  return `DATABASE_READ_MAX_LAG_S: must leave room under SEARCH_CACHE_TTL_S (${c.SEARCH_CACHE_TTL_S}) for the search cache: `
+    + `at most ${c.SEARCH_CACHE_TTL_S - 2} (got ${c.DATABASE_READ_MAX_LAG_S})`;
+}
+
+/** Whole seconds a read on the replica may be stale: the lag bound and one probe interval (0.5 s), rounded up. */
+export const replicaLagBudget = (c: Pick<Config, 'DATABASE_READ_URL' | 'DATABASE_READ_MAX_LAG_S'>): number =>
+  c.DATABASE_READ_URL ? Math.ceil(c.DATABASE_READ_MAX_LAG_S + 0.5) : 0;
+
 /** The process environment, with development secrets from the local secrets file. */
 function processEnv(): Env {
   try {
@@ -133,6 +151,8 @@ export function parseConfig(env: Env = processEnv()): Config {
     throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const c = parsed.data;
+  const readProblem = replicaProblem(c);
+  if (readProblem) throw new ConfigError(`invalid configuration:\n  ${readProblem}`);
   const clusterNodes = parseClusterNodes(c.REDIS_CLUSTER_NODES);
   if (clusterNodes instanceof ConfigError) throw clusterNodes;
   if (!['development', 'test'].includes(c.NODE_ENV)) {

@@ -1,5 +1,6 @@
 import { createDb } from './db/pool.js';
 import { createPreparedDb } from './db/prepared.js';
+import { openReadReplica } from './read-replica.js';
 import { PspClient } from './psp/client.js';
 import { pspDuration } from './metrics/work.js';
 import { systemClock, type Clock } from './domain/clock.js';
@@ -20,6 +21,8 @@ export interface DepsOptions {
   preparedPoolSize?: number;
   /** The job producer; default: one per queue on a fail-fast connection (shared/queues/producer.ts). */
   jobs?: JobProducer;
+  /** Opens the read replica when DATABASE_READ_URL is set: only processes that serve stale-tolerant reads (the api). */
+  readReplica?: boolean;
 }
 
 /** A process's dependencies, and what closes them. */
@@ -33,9 +36,15 @@ export interface ProcessDeps extends Deps {
  * chaos tooling runs them) must stay well below PostgreSQL's max_connections (100). Connections open on demand.
  */
 export async function createDeps(config: Config, opts: DepsOptions = {}): Promise<ProcessDeps> {
+  const db = await createDb(config.DATABASE_URL, { maximumPoolSize: opts.poolSize ?? 4 });
+  // Only processes that serve stale-tolerant reads (the api) open the replica, and only when one is configured.
+  const replica = opts.readReplica && config.DATABASE_READ_URL
+    ? await openReadReplica(db, config.DATABASE_READ_URL, config.DATABASE_READ_MAX_LAG_S, { poolSize: opts.poolSize })
+    : undefined;
   const producers = opts.jobs ? null : openProducers(config);
   return {
-    db: await createDb(config.DATABASE_URL, { maximumPoolSize: opts.poolSize ?? 4 }),
+    db,
+    replica,
     prepared: createPreparedDb(config.DATABASE_URL, opts.preparedPoolSize ?? 2),
     clock: opts.clock ?? systemClock,
     config,
@@ -48,6 +57,7 @@ export async function createDeps(config: Config, opts: DepsOptions = {}): Promis
 /** Closes what createDeps opened (every process's last step of its stop). */
 export async function closeDeps(deps: ProcessDeps): Promise<void> {
   await deps.producers?.close();
+  await deps.replica?.close();
   await deps.db.end();
   await deps.prepared.end();
 }

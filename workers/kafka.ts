@@ -7,13 +7,26 @@ export function createKafka(brokers: string[], clientId = 'booking-pump') {
   return new Kafka({ clientId, brokers, logLevel: logLevel.NOTHING, retry: { retries: 5, initialRetryTime: 200 } });
 }
 
+/**
+ * How a new topic is replicated on a cluster of `brokers`: 3 copies with min.insync.replicas=2 from 3 brokers on, so
+ * a send acknowledged with acks=all (the pump's) is on two brokers at least and one broker may die without losing an
+ * acknowledged event or refusing a send; on fewer brokers as many copies as there are (a single node: 1).
+ */
+export function topicReplication(brokers: number): { replicationFactor: number; configEntries: { name: string; value: string }[] } {
+  const replicationFactor = Math.max(1, Math.min(3, brokers));
+  return { replicationFactor, configEntries: [{ name: 'min.insync.replicas', value: String(replicationFactor >= 3 ? 2 : 1) }] };
+}
+
 export async function ensureTopics(kafka: Kafka, prefix: string): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
     const missing = EVENT_TYPES.map((t) => topicName(prefix, t)).filter((t) => !existing.has(t));
-    if (missing.length) await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: 3 })), waitForLeaders: true });
+    if (missing.length) {
+      const replication = topicReplication((await admin.describeCluster()).brokers.length);
+      await admin.createTopics({ topics: missing.map((topic) => ({ topic, numPartitions: 3, ...replication })), waitForLeaders: true });
+    }
   } finally {
     await admin.disconnect();
   }

@@ -20,7 +20,7 @@ const resultParser: Interceptor = {
   },
 };
 
-export async function createDb(url: string, options: { maximumPoolSize?: number } = {}): Promise<DatabasePool> {
+export async function createDb(url: string, options: { maximumPoolSize?: number; connectionTimeout?: number } = {}): Promise<DatabasePool> {
   return createPool(url, {
     maximumPoolSize: options.maximumPoolSize ?? 20,
     interceptors: [resultParser],
@@ -36,7 +36,7 @@ export async function createDb(url: string, options: { maximumPoolSize?: number 
     // (An undefined reset races in slonik 47: "Client is pending release".)
     resetConnection: async () => {},
     statementTimeout: 15_000,
-    connectionTimeout: 5_000,
+    connectionTimeout: options.connectionTimeout ?? 5_000,
     // slonik closes a connection idle for 5 s by default: under bursty load that is a new PostgreSQL backend
     // (a fork, authentication, the session SETs) every few seconds per pool slot. Keep them for a minute.
     idleTimeout: 60_000,

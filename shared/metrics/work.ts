@@ -50,6 +50,15 @@ export const pumpPublished = new Counter({
   name: 'pump_published_events_total', help: 'Outbox events published to Kafka by the pump, by event type', labelNames: ['type'], registers,
 });
 
+/** Reads that could have gone to the read replica (DATABASE_READ_URL) but went to the primary, and why. */
+export const dbReadFallbacks = new Counter({
+  name: 'db_read_fallbacks_total', help: 'Stale-tolerant reads served by the primary instead of the replica, by reason (lagging | down | error)',
+  labelNames: ['reason'], registers,
+});
+export const dbReplicaLag = new Gauge({
+  name: 'db_read_replica_lag_seconds', help: "The read replica's staleness at the last probe (-1: down or unknown)", registers,
+});
+
 /** Counts a batch of outbox rows by their event type into `counter`. */
 export function countByType(counter: Counter<'type'>, rows: readonly { topic: string }[]): void {
   const counts = new Map<string, number>();

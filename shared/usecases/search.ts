@@ -4,10 +4,12 @@ import type { CarCalendar } from '../domain/car-calendar.js';
 import { dayOf, type StayCalendar } from '../domain/stay-calendar.js';
 import { searchAvailableCars, type CarRow } from '../db/cars.js';
 import { searchAvailability } from '../db/hotels.js';
+import { staleRead } from './stale-read.js';
 
 // Public search. Answers may be up to SEARCH_CACHE_TTL_S stale (the contract allows it); holds are
 // always decided by the database, never by a search answer. Answered from the in-memory indexes while
-// they are fresh (shared/search/indexes.ts), else from SQL through the cache.
+// they are fresh (shared/search/indexes.ts), else from SQL through the cache, on the read replica when there is one
+// (staleRead; the cache then keeps answers the replica's lag budget less long).
 
 /** Read-through cache of search answers by (kind, query key); the API keeps it in Redis. */
 export type SearchCache = <T>(kind: 'cars' | 'stays', key: string, load: () => Promise<T>) => Promise<T>;
@@ -33,7 +35,7 @@ export async function letSearchSee(deps: { searchIndex?: SearchIndex | null }): 
 /** Room types an availability search lists at most. */
 export const MAX_ROOM_TYPES = 200;
 
-export interface SearchDeps extends Pick<Deps, 'db' | 'clock'> {
+export interface SearchDeps extends Pick<Deps, 'db' | 'clock' | 'replica'> {
   searchCache: SearchCache;
   searchIndex?: SearchIndex | null;
 }
@@ -56,7 +58,7 @@ export async function searchCars(deps: SearchDeps, q: CarSearch): Promise<{ cars
   const index = deps.searchIndex?.cars();
   if (index) return { cars: index.search(q.city, q.from.getTime(), q.to.getTime(), q.limit) };
   const key = `${q.city}|${q.from.toISOString()}|${q.to.toISOString()}|${q.limit}`;
-  const cars = await deps.searchCache('cars', key, async () => (await searchAvailableCars(deps.db, q)).map(publicCar));
+  const cars = await deps.searchCache('cars', key, async () => (await staleRead(deps, (db) => searchAvailableCars(db, q))).map(publicCar));
   return { cars };
 }
 
@@ -74,6 +76,6 @@ export async function searchStays(deps: SearchDeps, q: StaySearch) {
   const index = deps.searchIndex?.stays(from);
   if (index) return { roomTypes: index.search(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES) };
   const key = `${q.city}|${q.checkIn}|${q.checkOut}|${q.rooms}`;
-  const roomTypes = await deps.searchCache('stays', key, () => searchAvailability(deps.db, { ...q, nights }));
+  const roomTypes = await deps.searchCache('stays', key, () => staleRead(deps, (db) => searchAvailability(db, { ...q, nights })));
   return { roomTypes };
 }

@@ -5,6 +5,8 @@ import { scrubDetail, type TimelineEntry } from '../domain/timeline.js';
 import { SECRET_NAMES } from '../local-secrets.js';
 import { findBooking } from '../db/bookings.js';
 import { bookingEventIds, readTimelinePage, recordedEventIds } from '../db/timeline.js';
+import type { DatabasePool } from '../db/pool.js';
+import { staleRead } from './stale-read.js';
 import { decodeTimelineCursor, encodeTimelineCursor, timelinePage } from './timeline-cursor.js';
 
 export interface TimelinePage {
@@ -17,14 +19,21 @@ export interface TimelinePage {
  * whom the booking is (owner, the car's host, operators); anyone else hears 404, as for the booking itself.
  */
 export async function getTimeline(
-  deps: Pick<Deps, 'db' | 'config'>,
+  deps: Pick<Deps, 'db' | 'config' | 'replica'>,
   actor: Actor,
   bookingId: number,
   q: { limit: number; cursor?: string },
 ): Promise<TimelinePage> {
   const cursor = q.cursor === undefined ? null : decodeTimelineCursor(q.cursor);
-  visibleTo(actor, await findBooking(deps.db, bookingId));
-  return readPage(deps, bookingId, q.limit, cursor);
+  const page = async (db: DatabasePool) => {
+    visibleTo(actor, await findBooking(db, bookingId));
+    return readPage({ db, config: deps.config }, bookingId, q.limit, cursor);
+  };
+  // A first page may be read on the replica (stale by its lag bound). A later one is read on the primary: pages
+  // neither skip nor repeat because each is read in a snapshot no older than the cursor's, and the replica's
+  // may be older than the page before. A booking the replica does not have yet is looked for on the primary.
+  if (cursor) return page(deps.db);
+  return staleRead(deps, page, { primaryToo: (e) => e.code === 'NOT_FOUND' });
 }
 
 /** The same pages for the operator page, which has already shown the booking (operators see every booking). */

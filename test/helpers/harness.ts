@@ -28,6 +28,10 @@ export interface HarnessOptions {
    */
   workers?: boolean | readonly JobKind[];
   clock?: Clock;
+  /** The PostgreSQL to make the test database on (default 5432, the machine's); a replica test runs its own. */
+  postgresPort?: number;
+  /** A streaming replica of that PostgreSQL: DATABASE_READ_URL is the test database there. */
+  readReplicaPort?: number;
 }
 
 export interface Harness {
@@ -48,7 +52,8 @@ export interface Harness {
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const id = randomUUID().replace(/-/g, '').slice(0, 12);
-  const databaseUrl = `postgres://postgres@127.0.0.1:5432/test_${id}`;
+  const pgPort = opts.postgresPort ?? 5432;
+  const databaseUrl = `postgres://postgres@127.0.0.1:${pgPort}/test_${id}`;
   await migrate(databaseUrl);
   const secrets = { JWT_SECRET: `jwt-${id}`, PAYMENT_WEBHOOK_SECRET: `wh-${id}` };
   // The API's port is taken first, so the sandbox knows where to send webhooks from the start;
@@ -62,11 +67,13 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     DATABASE_URL: databaseUrl, REDIS_URL: 'redis://127.0.0.1:6379/5', PSP_URL: pspUrl, PSP_API_KEY: 'test-key',
     // The in-memory search indexes only where a test asks for them (SEARCH_INDEX: 'on' and a TTL ≥ 2 s).
     QUEUE_PREFIX: `t${id}`, REDIS_KEY_PREFIX: `t${id}:`, SEARCH_CACHE_TTL_S: '0', SEARCH_INDEX: 'off', LOG_LEVEL: 'silent',
+    ...(opts.readReplicaPort ? { DATABASE_READ_URL: `postgres://postgres@127.0.0.1:${opts.readReplicaPort}/test_${id}` } : {}),
     // A killed or stalled job is taken up again within seconds, not a minute.
     JOB_LOCK_S: '5',
     ...secrets, ...opts.env,
   });
-  const deps = await createDeps(config, { clock: opts.clock, poolSize: 8 });
+  // The API's deps: the read replica too when the test names one (DATABASE_READ_URL).
+  const deps = await createDeps(config, { clock: opts.clock, poolSize: 8, readReplica: true });
   const queues = deps.producers!.queues;
   const redis = redisClient(config, 'request', { keyPrefix: config.REDIS_KEY_PREFIX });
   redis.on('error', () => {});
@@ -96,7 +103,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
       redis.disconnect();
       await pool.end();
       await closeDeps(deps);
-      const admin = new pg.Client({ connectionString: ADMIN_DB });
+      const admin = new pg.Client({ connectionString: ADMIN_DB.replace(':5432/', `:${pgPort}/`) });
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS test_${id} WITH (FORCE)`).catch(() => {});
       await admin.end();
