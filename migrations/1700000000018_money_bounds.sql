@@ -35,13 +35,16 @@ ALTER TABLE refund VALIDATE CONSTRAINT refund_amount_bound;
 -- car queue, the later one then meets a committed row (409 CAR_UNAVAILABLE), and none waits on another inside the
 -- constraint. An UPDATE has its row lock before this trigger runs, a hold has no row lock: no lock is ever taken
 -- in the other order. Moving a booking to car C takes C's lock only (its new row is judged against C's rows alone).
+-- Only statements that write the constraint's own columns (insert, status, period, car, kind) take it: a lease or
+-- schedule update held open across a provider call by a process that then dies would otherwise stall every writer
+-- of the car (jobs-kill's killed payment check did); such an update enters the constraint only when not HOT.
 -- The namespace 7240018 is this lock's (the pump's is 7240002); car ids wrap into int4 (a shared lock is only slower).
 CREATE FUNCTION booking_lock_car() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM pg_advisory_xact_lock(7240018, (NEW.car_id % 2147483647)::int);
   RETURN NEW;
 END $$;
-CREATE TRIGGER booking_lock_car BEFORE INSERT OR UPDATE ON booking
+CREATE TRIGGER booking_lock_car BEFORE INSERT OR UPDATE OF status, period, car_id, kind ON booking
   FOR EACH ROW WHEN (NEW.kind = 'car' AND NEW.status IN ('HOLD', 'CONFIRMED', 'ON_TRIP'))
   EXECUTE FUNCTION booking_lock_car();
 

@@ -173,14 +173,19 @@ describe('PUT / GET /rate-plans/{id}/calendar', () => {
 
 describe('extreme input', () => {
   it('dates at the ends of the calendar and the largest numbers are answered, never 5xx', async () => {
-    const rt = await api.roomTypeWith(hotelId, { maxGuests: 100, depositAmount: Number.MAX_SAFE_INTEGER });
+    // Money is at most 10^15 minor units, and so is every total derived from it (CONTRACT.md "Conventions").
+    const rt = await api.roomTypeWith(hotelId, { maxGuests: 100, depositAmount: 1_000_000_000_000_000 });
     const plan = await api.ratePlan(rt.id);
     expect((await api.setCalendar(plan.id, { from: '9999-12-01', to: '9999-12-31', price: 1_000_000_000_000 })).at(-1)!.date).toBe('9999-12-30');
     expect((await api.calendar(plan.id, '0001-01-01', '0001-02-01'))[0]).toEqual(calNight('0001-01-01'));
     await api.setInventory(rt.id, '9999-12-01', '9999-12-31', 100_000);
-    const q = await api.quote(7, { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: '9999-12-01', checkOut: '9999-12-31', rooms: 100, guests: 10_000 });
+    // The largest deposit (10^15) for one room and the largest nightly price: answered exactly. 100 rooms for 30
+    // nights would be a deposit of 10^17 and a total of 3·10^15: 400.
+    const q = await api.quote(7, { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: '9999-12-01', checkOut: '9999-12-11', rooms: 1, guests: 100 });
     expect(q.status, q.text).toBe(200);
-    expect(q.json.totalAmount).toBe(3_000_000_000_000_000);
+    expect(q.json.totalAmount).toBe(10_000_000_000_000);
+    const big = await api.quote(7, { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: '9999-12-01', checkOut: '9999-12-31', rooms: 100, guests: 10_000 });
+    expect(codeOf(big), big.text).toBe('400 VALIDATION');
     const edge = await api.quote(7, { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: '9999-12-30', checkOut: '9999-12-31' });
     expect(edge.status, edge.text).toBe(200);
     const hold = await api.holdStay(7, { roomTypeId: rt.id, ratePlanId: plan.id, checkIn: '9999-12-30', checkOut: '9999-12-31', quoteId: edge.json.quoteId });
