@@ -51,7 +51,8 @@ export type MaintenanceTask = (typeof MAINTENANCE_TASKS)[number];
 const DAY_S = 86_400;
 const HOLDS = { everyMs: 250, graceMs: 500 };
 const OTHERS = { everyMs: 1000, graceMs: 5000 };
-const MAINTENANCE = { everyMs: 10_000, graceMs: 0 };
+// Three getJobScheduler calls a pass: cheap enough to be back within a few seconds of Redis losing them.
+const MAINTENANCE = { everyMs: 2000, graceMs: 0 };
 
 export const QUEUES = {
   expiry: {

@@ -18,6 +18,9 @@ import { createKafka, ensureTopics } from '../../workers/kafka.js';
 // busiest partition and its return, and every event arrives, in order per booking.
 
 // Ports of its own (brokers P..P+2, controllers P+100..P+102), apart from the single broker's 9092 and the topology's.
+// Three JVMs and a broker kill: ~100 s on a quiet machine, past its 90 s wait at a load of 20+. Run with
+// TOPOLOGY_TESTS=1 (docs/testing.md); `npm test` skips it, visibly.
+const RUN = process.env.TOPOLOGY_TESTS === '1';
 const BASE = 41_000 + Math.floor(Math.random() * 80) * 10;
 let dir: string;
 let cluster: ReturnType<typeof kafkaCluster>;
@@ -28,6 +31,7 @@ const prefix = `kc${randomBytes(4).toString('hex')}.`;
 const received = new Map<string, { topic: string; partition: number; offset: number; key: string }>();
 
 beforeAll(async () => {
+  if (!RUN) return;
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kafka-cluster-'));
   cluster = kafkaCluster(dir, BASE);
   await cluster.start();
@@ -59,6 +63,7 @@ beforeAll(async () => {
   }
 }, 170_000);
 afterAll(async () => {
+  if (!RUN) return;
   try {
     await consumer?.disconnect();
     await admin?.disconnect();
@@ -69,7 +74,7 @@ afterAll(async () => {
   }
 }, 60_000);
 
-describe('the pump on a 3-broker Kafka cluster', () => {
+describe.skipIf(!RUN)('the pump on a 3-broker Kafka cluster', () => {
   it('creates its topics with 3 replicas and min.insync.replicas=2', async () => {
     const topics = EVENT_TYPES.map((t) => `${prefix}${t}`);
     const meta = await admin.fetchTopicMetadata({ topics });
