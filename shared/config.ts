@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { randomSecret, SECRET_NAMES, withLocalSecrets, type Env, type SecretName } from './local-secrets.js';
 
@@ -61,7 +60,9 @@ const schema = z.object({
   // Not in the contract: API processes behind the one port (node:cluster); 1 = the process serves itself. By default
   // one per core, at most 4: one Node thread tops out near a core, and the seed's peak mix (300 holds/s with 3,000
   // searches/s) needs more than one core of API (docs/benchmarks.md); 4 keeps a deployment's connections under 100.
-  API_WORKERS: z.coerce.number().int().min(1).max(32).default(Math.min(4, Math.max(1, availableParallelism()))),
+  // One process by default: it answers its own writes in its next search (each write waits for its index). More
+  // workers each poll the database for the others' writes (≤ 200 ms behind), within the search TTL.
+  API_WORKERS: z.coerce.number().int().min(1).max(32).default(1),
   // Not in the contract: answer searches from in-memory indexes (when SEARCH_CACHE_TTL_S ≥ 2); off: every search
   // reads PostgreSQL through the Redis cache.
   SEARCH_INDEX: z.enum(['on', 'off']).default('on'),

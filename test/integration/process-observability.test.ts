@@ -48,7 +48,7 @@ describe('npm start: metrics and logs of every process', () => {
     const secrets = testSecrets();
     const base = await freeBase();
     const env = {
-      // One API process (the default is one per core; process-lifecycle covers API_WORKERS > 1): its /metrics is one.
+      // One API process (process-lifecycle covers API_WORKERS > 1): its /metrics is the one process's.
       API_WORKERS: '1', NODE_ENV: 'test', LOG_LEVEL: 'info', ...secrets, DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
       REDIS_URL: 'redis://127.0.0.1:6379/5', QUEUE_PREFIX: `o${id}`, REDIS_KEY_PREFIX: `o${id}:`, KAFKA_BROKERS: 'none',
       PORT: String(await freePort()), DASHBOARD_PORT: String(await freePort()), PSP_PORT: String(await freePort()),
