@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { BackendTerminatedError, BackendTerminatedUnexpectedlyError, ConnectionError } from 'slonik';
 import { DomainError, type ErrorCode } from '../../shared/domain/errors.js';
-import { DatabaseUnavailableError } from '../../shared/db/prepared.js';
+import { DatabaseUnavailableError, isConnectionSqlState } from '../../shared/db/prepared.js';
 import { logger } from '../../shared/logger.js';
 import type { ApiState } from '../context.js';
 
@@ -50,7 +50,9 @@ const isUnavailable = (e: unknown) =>
   e instanceof BackendTerminatedUnexpectedlyError ||
   // Socket errors node-postgres throws raw when the connection is refused, or reset / cut under a query
   // (pg_terminate_backend, a failover): seen by `npm run chaos` as a 500 INTERNAL.
-  ['ECONNREFUSED', 'ECONNRESET', 'EPIPE'].includes((e as { code?: string })?.code ?? '');
+  ['ECONNREFUSED', 'ECONNRESET', 'EPIPE'].includes((e as { code?: string })?.code ?? '') ||
+  // A backend terminated or not yet accepting connections (57P01–57P03, class 08), however it was wrapped.
+  isConnectionSqlState(sqlStateOf(e) ?? '');
 
 /** The SQLSTATE of a PostgreSQL error, whether node-postgres threw it or slonik wrapped it (as its `cause`). */
 export function sqlStateOf(e: unknown): string | undefined {

@@ -23,8 +23,18 @@ export class DatabaseUnavailableError extends Error {
   override name = 'DatabaseUnavailableError';
 }
 
-/** node-postgres's errors from the server carry a 5-character SQLSTATE. */
-const isServerError = (e: unknown) => /^[0-9A-Z]{5}$/.test(String((e as { code?: unknown })?.code ?? ''));
+/**
+ * SQLSTATEs that say the connection itself is gone or unusable: class 08 (connection exception) and 57P01–57P03
+ * (terminated by an administrator or a crash, or the server not accepting connections yet). The server sends them
+ * before it closes the socket, so they arrive like any statement's error.
+ */
+export const isConnectionSqlState = (state: string) => state.startsWith('08') || /^57P0[123]$/.test(state);
+
+/** node-postgres's errors from the server carry a 5-character SQLSTATE; a connection-level one is not the statement's. */
+const isStatementError = (e: unknown) => {
+  const state = String((e as { code?: unknown })?.code ?? '');
+  return /^[0-9A-Z]{5}$/.test(state) && !isConnectionSqlState(state);
+};
 
 // Ids and minor-unit amounts (int8) fit in a double, as in createDb.
 const types = {
@@ -69,8 +79,8 @@ export function createPreparedDb(url: string, max: number): PreparedDb {
       try {
         return await run<R>(c, name, text, values);
       } catch (e) {
-        // A server error (SQLSTATE) leaves the connection fine; anything else is the connection's.
-        return isServerError(e) ? Promise.reject(e) : retire(e);
+        // A statement's error (SQLSTATE) leaves the connection fine; anything else is the connection's.
+        return isStatementError(e) ? Promise.reject(e) : retire(e);
       }
     }),
     transaction: <T>(fn: (tx: PreparedQueries) => Promise<T>) => withClient(async (c, retire) => {
