@@ -8,8 +8,11 @@ import { QUEUES, jobOptions } from './registry.js';
 
 // The producer side of the queues: what a process adds right after the commit that owes the work. It fails fast:
 // a client without an offline queue and with a short command timeout, checked for readiness before each add, and
-// after a failure a second of adds is counted as failed without asking Redis. A failed add never fails the caller
-// (the reconciler arms the job from PostgreSQL); it is counted in jobs_enqueue_failed_total{queue}.
+// after a failure a second of adds is counted as failed without asking Redis. A failed add never fails the caller;
+// it is counted in jobs_enqueue_failed_total{queue} and kept to be added again, each second while the connection is
+// ready, so a job Redis missed (a timeout under load, a short outage) is there within seconds, not only once its row
+// is overdue. What this process cannot keep (it died, or more than RETRY_CAP failed) the reconciler arms from
+// PostgreSQL. A timed-out add may have reached Redis after all: adding it again is a no-op (the id exists).
 
 export interface JobProducer {
   /** Adds each request's job (a duplicate id is a no-op); never throws. `failed`: the adds that did not reach Redis. */
@@ -31,6 +34,13 @@ export interface Producers extends JobProducer {
 
 /** After a failed add, further adds fail at once for this long (no Redis call): an outage costs each request ~0 ms. */
 const BREAKER_MS = 1000;
+
+/** Failed adds kept to be added again (the oldest dropped beyond this: the reconciler has them in PostgreSQL). */
+const RETRY_CAP = 20_000;
+const RETRY_EVERY_MS = 1000;
+const RETRY_PAGE = 1000;
+
+type BullJob = ReturnType<typeof bullJobOf>;
 
 /** The BullMQ add of one request: its name (the id prefix), data (the key, gen, due time, correlation) and id. */
 export function bullJobOf(r: JobRequest, now = Date.now()) {
@@ -58,16 +68,50 @@ export function openProducers(
   })) as Record<JobKind, Queue>;
   let breakerUntil = 0;
   const ready = () => connection.status === 'ready' && Date.now() >= breakerUntil;
+  /** Failed adds by job id, oldest first (a Map keeps insertion order). */
+  const retry = new Map<string, { kind: ObligationKind; job: BullJob }>();
+  const keep = (kind: ObligationKind, jobs: readonly BullJob[]) => {
+    for (const job of jobs) retry.set(job.opts.jobId, { kind, job });
+    for (const id of retry.keys()) {
+      if (retry.size <= RETRY_CAP) break;
+      retry.delete(id);
+    }
+  };
+  /** Adds the kept jobs again, a page per kind, with their delay counted from now; failures stay kept. */
+  async function addAgain(): Promise<void> {
+    if (retry.size === 0 || !ready()) return;
+    const byKind = new Map<ObligationKind, BullJob[]>();
+    for (const [id, { kind, job }] of retry) {
+      const page = byKind.get(kind) ?? [];
+      if (page.length >= RETRY_PAGE) continue;
+      byKind.set(kind, [...page, { ...job, opts: { ...job.opts, delay: Math.max(0, job.data.dueAt - Date.now()) } }]);
+      retry.delete(id);
+    }
+    await Promise.all([...byKind].map(async ([kind, jobs]) => {
+      await queues[kind].addBulk(jobs).catch(() => {
+        breakerUntil = Date.now() + BREAKER_MS;
+        keep(kind, jobs);
+      });
+    }));
+  }
+  let retrying = false;
+  const retryTimer = setInterval(() => {
+    if (retrying) return;
+    retrying = true;
+    void addAgain().finally(() => (retrying = false));
+  }, RETRY_EVERY_MS);
+  retryTimer.unref();
 
   async function addKind(kind: ObligationKind, requests: JobRequest[]): Promise<number> {
     const q = queues[kind];
+    const jobs = requests.map((r) => bullJobOf(r));
     try {
-      const jobs = requests.map((r) => bullJobOf(r));
       if (jobs.length === 1) await q.add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
       else await q.addBulk(jobs);
     } catch {
       breakerUntil = Date.now() + BREAKER_MS;
       jobsEnqueueFailed.inc({ queue: kind }, requests.length);
+      keep(kind, jobs);
       return requests.length;
     }
     for (const r of requests.filter((x) => x.promote)) {
@@ -85,13 +129,17 @@ export function openProducers(
       const byKind = new Map<ObligationKind, JobRequest[]>();
       for (const r of requests) byKind.set(r.kind, [...(byKind.get(r.kind) ?? []), r]);
       if (!ready()) {
-        for (const [kind, rs] of byKind) jobsEnqueueFailed.inc({ queue: kind }, rs.length);
+        for (const [kind, rs] of byKind) {
+          jobsEnqueueFailed.inc({ queue: kind }, rs.length);
+          keep(kind, rs.map((r) => bullJobOf(r)));
+        }
         return { failed: requests.length };
       }
       const failed = await Promise.all([...byKind].map(([kind, rs]) => addKind(kind, rs)));
       return { failed: failed.reduce((a, b) => a + b, 0) };
     },
     async close() {
+      clearInterval(retryTimer);
       await Promise.all(Object.values(queues).map((q) => q.close().catch(() => {})));
       closeRedis(connection);
     },

@@ -58,7 +58,8 @@ describe('on a Redis Cluster (REDIS_CLUSTER_NODES)', () => {
     await waitFor(async () => (await statusOf(h, b.id)) === 'EXPIRED', 10_000, 25);
     const expired = (await outboxOf(h, b.id)).find((e) => e.topic === 'booking.expired')!;
     expect(new Date(expired.payload.occurredAt).getTime() - b.holdExpiresAt.getTime()).toBeLessThan(1000);
-    expect(await h.queues.expiry.getJobState(`expire-${b.id}-g0`)).toBe('completed');
+    // The job commits the expiry, then BullMQ moves it to completed: the status can be read in between.
+    await waitFor(async () => (await h.queues.expiry.getJobState(`expire-${b.id}-g0`)) === 'completed', 5_000, 25);
 
     expect((await signedWebhook(h, paymentSucceeded(b.id, b.deposit))).status).toBe(200);
     const [refund] = await settledRefunds(h, b.id);
