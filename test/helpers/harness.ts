@@ -8,7 +8,7 @@ import { closeDeps, createDeps, type ProcessDeps } from '../../shared/runtime.js
 import { redisClient } from '../../shared/redis.js';
 import type { Clock } from '../../shared/domain/clock.js';
 import { JOB_KINDS, type JobKind } from '../../shared/domain/jobs.js';
-import type { QueueSet } from '../../shared/queues/producer.js';
+import { openProducers, type QueueSet } from '../../shared/queues/producer.js';
 import { createApp } from '../../api/app.js';
 import { createMetrics } from '../../api/metrics.js';
 import { registerOpsGauges } from '../../api/ops-gauges.js';
@@ -74,7 +74,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   });
   // The API's deps: the read replica too when the test names one (DATABASE_READ_URL).
   const deps = await createDeps(config, { clock: opts.clock, poolSize: 8, readReplica: true });
-  const queues = deps.producers!.queues;
+  // The tests' own view of the queues, on a connection that waits up to 5 s (the reconciler's): the producers'
+  // 300 ms fail-fast timeout is the API's, and a loaded machine makes a test's getJob time out on it.
+  const inspection = openProducers(config, 'reconciler');
+  const queues = inspection.queues;
   const redis = redisClient(config, 'request', { keyPrefix: config.REDIS_KEY_PREFIX });
   redis.on('error', () => {});
   const metrics = createMetrics();
@@ -93,9 +96,10 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     async close() {
       await searchIndex?.stop();
       await work?.stop();
-      if (deps.producers?.ready()) {
+      if (inspection.connection.status === 'ready') {
         for (const q of Object.values(queues)) await q.obliterate({ force: true }).catch(() => {});
       }
+      await inspection.close();
       await new Promise<void>((r) => server.close(() => r()));
       server.closeAllConnections?.();
       await psp.close();

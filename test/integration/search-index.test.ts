@@ -76,6 +76,9 @@ const hold = (carId: number, from: string, to: string) =>
 
 describe('car search from the in-memory index', () => {
   it('drops a car once held and lists it again once the hold is cancelled', async () => {
+    // Every instant from one minute: the boundary checks below are exact, and a minute may turn while the test runs.
+    const minute = Math.floor(Date.now() / 60_000) * 60_000;
+    const inHours = (hours: number) => new Date(minute + hours * 3_600_000).toISOString();
     const cars = [await newCar(300), await newCar(100), await newCar(200)];
     const [from, to] = [inHours(30), inHours(34)];
     await waitFor(async () => (await search(from, to)).length === 3 && h.searchIndex!.cars() !== null);
