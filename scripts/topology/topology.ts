@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { migrate } from '../../shared/db/migrate.js';
 import { freePort } from '../free-port.js';
 import { parseProcfile } from '../procfile.js';
-import { topologyPostgres, stop as stopPg, start as startPg } from './postgres.js';
+import { topologyPostgres, startPrimary, stop as stopPg, start as startPg } from './postgres.js';
 import { startRedisCluster, type RedisCluster } from './redis-cluster.js';
 import { spawnApi, stopApi, waitReady, type ApiProcess } from './apis.js';
 import { startHaproxy, type Haproxy } from './haproxy.js';
@@ -37,6 +37,11 @@ export interface TopologyOptions {
   /** How long each API may take to answer /ready (default 180 s: a cold tsx start on a loaded machine). */
   readyTimeoutMs?: number;
   log?: (m: string) => void;
+  /**
+   * The single-node topology instead, for comparison: one PostgreSQL (no replica), one Redis, one Kafka broker
+   * (replication factor 1), the workers and one API, which the load reaches directly (no HAProxy). No faults.
+   */
+  single?: boolean;
 }
 
 export interface Topology {
@@ -45,7 +50,7 @@ export interface Topology {
   url: string;
   apis: ApiProcess[];
   workers: Map<string, ChildProcess>;
-  haproxy: Haproxy;
+  haproxy: Haproxy | undefined;
   redis: RedisCluster;
   pg: ReturnType<typeof topologyPostgres>;
   kafka(cmd: string, ...args: string[]): Promise<string>;
@@ -75,6 +80,17 @@ export function redisRoles(port: number): Map<number, { role: 'master' | 'slave'
   return roles;
 }
 
+/** One redis-server (the single-node topology's), in the RedisCluster shape. */
+async function startRedisServer(dir: string, port: number): Promise<RedisCluster> {
+  fs.mkdirSync(dir, { recursive: true });
+  const server = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  for (let t = 0; spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.trim() !== 'PONG'; t++) {
+    if (t > 100) throw new Error('redis-server did not answer');
+    await sleep(100);
+  }
+  return { nodes: [`127.0.0.1:${port}`], servers: [server], stop: async () => stopChild(server, 'SIGKILL') };
+}
+
 /** A Procfile process (built entries `node dist/X.js`) run from source under tsx. */
 function spawnWorker(name: string, args: string[], env: Record<string, string>): ChildProcess {
   const entry = args[0]!.replace(/^dist\//, '').replace(/\.js$/, '.ts');
@@ -96,6 +112,9 @@ export function destroyTopology(dir: string, env: NodeJS.ProcessEnv = process.en
   spawnSync('bash', [path.join(ROOT, 'scripts/kafka-cluster.sh'), 'destroy'], {
     env: { ...env, KAFKA_CLUSTER_DIR: path.join(dir, 'kafka') }, stdio: ['ignore', 'ignore', 'inherit'],
   });
+  if (fs.existsSync(path.join(dir, 'kafka-single'))) {
+    spawnSync('bash', [path.join(ROOT, 'scripts/kafka.sh'), 'stop'], { env: { ...env, KAFKA_HOME_DIR: path.join(dir, 'kafka-single') }, stdio: ['ignore', 'ignore', 'inherit'] });
+  }
   pg.down();
   // Redis servers and HAProxy of a killed run: their pid files (written by startTopology).
   for (const f of ['redis.pids', 'haproxy.pid']) {
@@ -112,6 +131,7 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
   const log = o.log ?? ((m: string) => console.error(`[topology] ${m}`));
   const readyMs = o.readyTimeoutMs ?? 180_000;
   fs.mkdirSync(o.dir, { recursive: true, mode: 0o755 });
+  fs.chmodSync(o.dir, 0o755); // a mkdtemp directory is 0700: the postgres user must reach its clusters
   const pgEnv = { ...process.env, TOPOLOGY_DIR: o.dir, ...(o.pgPrimaryPort ? { PG_PRIMARY_PORT: String(o.pgPrimaryPort) } : {}), ...(o.pgReplicaPort ? { PG_REPLICA_PORT: String(o.pgReplicaPort) } : {}) };
   const pg = topologyPostgres(pgEnv);
   const kafkaEnv = { ...process.env, KAFKA_CLUSTER_DIR: path.join(o.dir, 'kafka'), KAFKA_CLUSTER_PORT: String(o.kafkaPort) };
@@ -133,17 +153,34 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
     destroyTopology(o.dir, pgEnv);
   };
   try {
-    log('PostgreSQL: a primary and a pg_basebackup replica');
-    const urls = pg.up();
-    await migrate(urls.DATABASE_URL);
-    log('Redis Cluster: 3 masters, 3 replicas');
-    redis = await startRedisCluster(path.join(o.dir, 'redis'), await Promise.all(Array.from({ length: 6 }, () => freePort())));
+    let urls: { DATABASE_URL: string; DATABASE_READ_URL?: string };
+    let redisEnv: Record<string, string>;
+    let brokers: string;
+    if (o.single) {
+      log('single node: one PostgreSQL, one Redis, one Kafka broker, one API');
+      urls = { DATABASE_URL: startPrimary(pg.primaryDir, pg.primaryPort).url.replace(/postgres$/, 'booking') };
+      await migrate(urls.DATABASE_URL!);
+      redis = await startRedisServer(path.join(o.dir, 'redis'), await freePort());
+      redisEnv = { REDIS_URL: `redis://${redis.nodes[0]}` };
+      const single = { ...process.env, KAFKA_HOME_DIR: path.join(o.dir, 'kafka-single'), KAFKA_PORT: String(o.kafkaPort + 50), KAFKA_CONTROLLER_PORT: String(o.kafkaPort + 51),
+        KAFKA_LIBS_DIR: process.env.KAFKA_LIBS_DIR ?? path.join(ROOT, '.kafka/libs') };
+      await exec('bash', [path.join(ROOT, 'scripts/kafka.sh'), 'start'], { env: single, encoding: 'utf8', timeout: 240_000 });
+      brokers = `127.0.0.1:${o.kafkaPort + 50}`;
+    } else {
+      log('PostgreSQL: a primary and a pg_basebackup replica');
+      urls = pg.up();
+      await migrate(urls.DATABASE_URL!);
+      log('Redis Cluster: 3 masters, 3 replicas');
+      redis = await startRedisCluster(path.join(o.dir, 'redis'), await Promise.all(Array.from({ length: 6 }, () => freePort())));
+      redisEnv = { REDIS_CLUSTER_NODES: redis.nodes.join(',') };
+      log('Kafka: 3 brokers (KRaft)');
+      await kafka('start');
+      brokers = (await kafka('brokers')).trim();
+    }
     fs.writeFileSync(path.join(o.dir, 'redis.pids'), redis.servers.map((s) => s.pid).join(' '));
-    log('Kafka: 3 brokers (KRaft)');
-    await kafka('start');
     const [pspPort, dashboardPort, statsPort] = [await freePort(), await freePort(), await freePort()];
     const env: Record<string, string> = {
-      NODE_ENV: 'development', ...urls, REDIS_CLUSTER_NODES: redis.nodes.join(','), KAFKA_BROKERS: (await kafka('brokers')).trim(),
+      NODE_ENV: 'development', ...urls, ...redisEnv, KAFKA_BROKERS: brokers,
       JWT_SECRET: randomBytes(32).toString('hex'), PAYMENT_WEBHOOK_SECRET: randomBytes(32).toString('hex'), PSP_API_KEY: randomBytes(16).toString('hex'),
       DASHBOARD_PASSWORD: randomBytes(12).toString('hex'), PUBLIC_BASE_URL: `http://127.0.0.1:${o.port}`, SHUTDOWN_DELAY_S: '2', LOG_LEVEL: 'warn',
       // Ports of its own: the sandbox provider (and the URL every process calls it at), the dashboard; no metrics ports.
@@ -152,18 +189,20 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
     };
     const envFile = path.join(o.dir, 'topology.env');
     fs.writeFileSync(envFile, Object.entries(env).map(([k, v]) => `export ${k}=${v}`).join('\n') + '\n', { mode: 0o600 });
-    for (let i = 0; i < o.apis; i++) {
+    for (let i = 0; i < (o.single ? 1 : o.apis); i++) {
       const t0 = Date.now();
       const api = spawnApi(`api${i + 1}`, await freePort(), env);
       apis.push(api);
       await waitReady(api.port, readyMs, api.child);
       log(`${api.name} ready on :${api.port} after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
     }
-    haproxy = await startHaproxy(path.join(o.dir, 'haproxy'), { port: o.port, statsPort, backends: apis.map((a) => ({ name: a.name, port: a.port })) });
-    fs.writeFileSync(path.join(o.dir, 'haproxy.pid'), String(haproxy.child.pid));
-    for (let t = 0; Object.values(await haproxy.states()).filter((s) => s === 'UP').length < apis.length; t++) {
-      if (t > 200) throw new Error(`HAProxy does not see every API up: ${JSON.stringify(await haproxy.states())}`);
-      await sleep(100);
+    if (!o.single) {
+      haproxy = await startHaproxy(path.join(o.dir, 'haproxy'), { port: o.port, statsPort, backends: apis.map((a) => ({ name: a.name, port: a.port })) });
+      fs.writeFileSync(path.join(o.dir, 'haproxy.pid'), String(haproxy.child.pid));
+      for (let t = 0; Object.values(await haproxy.states()).filter((s) => s === 'UP').length < apis.length; t++) {
+        if (t > 200) throw new Error(`HAProxy does not see every API up: ${JSON.stringify(await haproxy.states())}`);
+        await sleep(100);
+      }
     }
     log('workers: every Procfile process but the API');
     for (const spec of parseProcfile(fs.readFileSync(path.join(ROOT, 'Procfile'), 'utf8'))) {
@@ -181,7 +220,7 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
     const h = haproxy;
     const r = redis;
     const topo: Topology = {
-      env, envFile, url: `http://127.0.0.1:${o.port}`, apis, workers, haproxy: h, redis: r, pg, kafka, stop,
+      env, envFile, url: o.single ? `http://127.0.0.1:${apis[0]!.port}` : `http://127.0.0.1:${o.port}`, apis, workers, haproxy: h, redis: r, pg, kafka, stop,
       async killRedisMaster() {
         const ports = r.nodes.map((n) => Number(n.split(':')[1]));
         const alive = ports.filter((p, i) => r.servers[i]!.exitCode === null && r.servers[i]!.signalCode === null);
@@ -210,7 +249,7 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
         const old = apis[i]!;
         apis[i] = spawnApi(old.name, old.port, env);
         await waitReady(old.port, readyMs, apis[i]!.child);
-        for (let t = 0; (await h.states())[old.name] !== 'UP'; t++) {
+        for (let t = 0; h && (await h.states())[old.name] !== 'UP'; t++) {
           if (t > 300) throw new Error(`${old.name} not back in HAProxy's pool`);
           await sleep(100);
         }
