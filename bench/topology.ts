@@ -10,7 +10,8 @@
  *   npm run bench:topology                                         # the issue's: 600 s at 1,200 holds/s + 3,000 searches/s
  *   npm run bench:topology -- --seconds 120 --hold-rate 100 --search-rate 300      # a short proof
  * Options: --seconds, --hold-rate, --search-rate, --cars (2000), --apis (3), --hold-ttl (60), --single no (skip the
- * single-node run), --faults no. TOPOLOGY_DIR (default /tmp/booking-bench-topology), TOPOLOGY_KAFKA_PORT (29092).
+ * single-node run), --faults no. TOPOLOGY_DIR (default /tmp/booking-bench-topology),
+ * TOPOLOGY_KAFKA_PORT (29092; the single node's broker +250), PG_PRIMARY_PORT (55432: the replica +1, the single node's +10).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -35,6 +36,7 @@ const cars = Number(values.cars);
 const holdTtl = Number(values['hold-ttl']);
 const DIR = process.env.TOPOLOGY_DIR ?? '/tmp/booking-bench-topology';
 const KAFKA_PORT = Number(process.env.TOPOLOGY_KAFKA_PORT ?? 29092);
+const PG_PORT = Number(process.env.PG_PRIMARY_PORT ?? 55432);
 const log = (m: string) => console.error(`[bench:topology ${new Date().toISOString().slice(11, 19)}] ${m}`);
 const env = { HOLD_TTL_S: String(holdTtl), PAYMENT_GRACE_S: '30', HOLD_RATE_LIMIT: '100000000' };
 
@@ -54,7 +56,7 @@ async function run(single: boolean): Promise<ScenarioResult> {
   const dir = `${DIR}-${single ? 'single' : 'full'}`;
   const t = await startTopology({
     dir, apis: Number(values.apis), port: await freePort(), kafkaPort: KAFKA_PORT + (single ? 200 : 0), log, env, single,
-    pgPrimaryPort: 55_432 + (single ? 10 : 0), pgReplicaPort: 55_433 + (single ? 10 : 0),
+    pgPrimaryPort: PG_PORT + (single ? 10 : 0), pgReplicaPort: PG_PORT + 1 + (single ? 10 : 0),
   });
   const stop = () => t.stop().then(() => process.exit(130));
   process.once('SIGINT', stop);
@@ -97,6 +99,8 @@ function report(title: string, r: ScenarioResult): void {
     ]);
   }
   for (const k of KINDS) console.log(`  ${k}: answers ${JSON.stringify(statusCounts(r.samples, k))}${r.samples.shed[k] ? `, not sent (client at its in-flight limit) ${r.samples.shed[k]}` : ''}`);
+  const lag = [...r.samples.sendLagMs].sort((a, b) => a - b);
+  console.log(`  load generator: sent ${fmt(lag.length)} requests, late by p50 ${ms(lag[Math.floor(lag.length / 2)] ?? NaN)} ms, p99 ${ms(lag[Math.floor(lag.length * 0.99)] ?? NaN)} ms (its own saturation: counted in the latencies)`);
   const late = [...r.expiryLateness].sort((a, b) => a - b);
   console.log(`  expiries: ${late.length}, seconds past holdExpiresAt p50 ${fmt(late[Math.floor(late.length / 2)] ?? NaN, 2)}, max ${fmt(late.at(-1) ?? NaN, 2)}`);
   if (r.armedAfterFailover) console.log(`  jobs-armed 15 s after the Redis failover: ${r.armedAfterFailover.checked} checked, ${r.armedAfterFailover.violations.length} violations`);

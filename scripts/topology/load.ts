@@ -17,6 +17,8 @@ export interface Samples {
   shed: Record<Kind, number>;
   /** the first 100 failures (5xx or no answer): when, what, and the answer's body */
   failures: { kind: Kind; at: number; status: number; body: string }[];
+  /** how late the load generator itself sent requests (ms after their scheduled time): its own saturation */
+  sendLagMs: number[];
 }
 
 export interface LoadOptions {
@@ -31,8 +33,8 @@ export interface LoadOptions {
   payShare?: number;
   cancelShare?: number;
   maxInFlight?: number;
-  /** called about once a second with the seconds elapsed */
-  onSecond?: (s: number) => void;
+  /** called about once a second with the seconds elapsed (and the previous call's) */
+  onSecond?: (s: number, previous: number) => void;
 }
 
 const DAY = 864e5;
@@ -55,7 +57,7 @@ export async function createCars(url: string, jwtSecret: string, city: string, n
 
 export function emptySamples(): Samples {
   const rec = <T>(f: () => T) => Object.fromEntries(KINDS.map((k) => [k, f()])) as Record<Kind, T>;
-  return { at: rec(() => []), ms: rec(() => []), status: rec(() => []), shed: rec(() => 0), failures: [] };
+  return { at: rec(() => []), ms: rec(() => []), status: rec(() => []), shed: rec(() => 0), failures: [], sendLagMs: [] };
 }
 
 export async function runLoad(o: LoadOptions): Promise<Samples> {
@@ -78,6 +80,7 @@ export async function runLoad(o: LoadOptions): Promise<Samples> {
       return null;
     }
     inFlight++;
+    if (s.sendLagMs.length < 2_000_000) s.sendLagMs.push(performance.now() - scheduled);
     try {
       const r = await f();
       const text = await r.text().catch(() => '');
@@ -144,8 +147,9 @@ export async function runLoad(o: LoadOptions): Promise<Samples> {
     for (; holds < Math.floor(elapsed * o.holdRate); holds++) track(hold(t0 + (holds / o.holdRate) * 1000));
     for (; searches < Math.floor(elapsed * o.searchRate); searches++) track(search(t0 + (searches / o.searchRate) * 1000));
     if (Math.floor(elapsed) !== lastSecond) {
+      const prev = lastSecond;
       lastSecond = Math.floor(elapsed);
-      o.onSecond?.(lastSecond);
+      o.onSecond?.(lastSecond, prev);
     }
     await new Promise((r) => setTimeout(r, 5));
   }

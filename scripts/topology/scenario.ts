@@ -76,13 +76,15 @@ export async function runScenario(t: Topology, o: {
       if (f.kind === 'redis-master') {
         const r = await t.killRedisMaster();
         windows.push({ kind: f.kind, what: `master :${r.killed} killed, :${r.promoted} promoted after ${(now() - from).toFixed(1)} s`, from, to: now() + 5 });
+        o.log(`fault ${windows.at(-1)!.what}`);
         // What the failover dropped is re-armed by the reconciler: every owed obligation has its job again.
         await sleep(15_000);
         armedAfterFailover = (await runChecks({
           databaseUrl: env.DATABASE_URL!, graceS: Number(env.PAYMENT_GRACE_S ?? 600), psp: null, kafka: null,
           redis: { url: 'redis://127.0.0.1:6379', clusterNodes: redisNodes, prefix: env.QUEUE_PREFIX ?? 'bull' }, only: ['jobs-armed'],
         }))[0] ?? null;
-        o.log(`jobs-armed 15 s after the failover: checked ${armedAfterFailover?.checked ?? 0}, ${armedAfterFailover?.violations.length ?? 0} violations`);
+        o.log(`jobs-armed 15 s after the failover: checked ${armedAfterFailover?.checked ?? 0}, ${armedAfterFailover?.violations.length ?? 0} violations${armedAfterFailover?.violations.length ? `: ${armedAfterFailover.violations.slice(0, 3).join('; ')}` : ''}`);
+        return;
       } else if (f.kind === 'kafka-broker') {
         await t.killBroker(2);
         await sleep((f.down ?? 20) * 1000);
@@ -101,9 +103,9 @@ export async function runScenario(t: Topology, o: {
         }
         windows.push({ kind: f.kind, what, from, to: now() + 5 });
       } else {
-        t.stopReplica();
+        await t.stopReplica();
         await sleep((f.down ?? 20) * 1000);
-        t.startReplica();
+        await t.startReplica();
         windows.push({ kind: f.kind, what: `replica stopped (immediate), started after ${(now() - from).toFixed(1)} s`, from, to: now() + 5 });
       }
       o.log(`fault ${windows.at(-1)!.what}`);
@@ -114,7 +116,7 @@ export async function runScenario(t: Topology, o: {
   });
   const samples = await runLoad({
     url: t.url, jwtSecret: env.JWT_SECRET!, carIds, city, holdRate: o.holdRate, searchRate: o.searchRate, seconds: o.seconds,
-    onSecond: (s) => { if (s > 0 && s % 30 === 0) o.log(`${s} s`); },
+    onSecond: (s, prev) => { if (Math.floor(s / 30) > Math.floor(prev / 30)) o.log(`${s} s`); },
   });
   await Promise.all(faultRuns);
   o.log('load done; waiting for quiet (every hold settled, outbox published, nothing owed)');

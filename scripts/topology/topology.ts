@@ -15,7 +15,7 @@ import { promisify } from 'node:util';
 import { migrate } from '../../shared/db/migrate.js';
 import { freePort } from '../free-port.js';
 import { parseProcfile } from '../procfile.js';
-import { topologyPostgres, startPrimary, stop as stopPg, start as startPg } from './postgres.js';
+import { topologyPostgres, startPrimary } from './postgres.js';
 import { startRedisCluster, type RedisCluster } from './redis-cluster.js';
 import { spawnApi, stopApi, waitReady, type ApiProcess } from './apis.js';
 import { startHaproxy, type Haproxy } from './haproxy.js';
@@ -62,8 +62,8 @@ export interface Topology {
   /** SIGKILL of API i, then it is started again on its port and waited for (HAProxy takes it back on its checks). */
   killApi(i: number): Promise<void>;
   restartApi(i: number): Promise<void>;
-  stopReplica(): void;
-  startReplica(): void;
+  stopReplica(): Promise<void>;
+  startReplica(): Promise<void>;
   /** Everything down and its data deleted. */
   stop(): Promise<void>;
 }
@@ -78,6 +78,31 @@ export function redisRoles(port: number): Map<number, { role: 'master' | 'slave'
     roles.set(p, { role: flags!.includes('master') ? 'master' : 'slave', id: id!, masterId: masterId!, failed: /fail/.test(flags!) });
   }
   return roles;
+}
+
+async function redisCli(port: number, ...args: string[]): Promise<string> {
+  try {
+    return (await exec('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 })).stdout;
+  } catch {
+    return '';
+  }
+}
+
+async function redisRolesAsync(port: number): Promise<ReturnType<typeof redisRoles>> {
+  const out = await redisCli(port, 'cluster', 'nodes');
+  const roles: ReturnType<typeof redisRoles> = new Map();
+  for (const line of out.trim().split('\n').filter(Boolean)) {
+    const [id, addr, flags, masterId] = line.split(' ');
+    roles.set(Number(addr!.split('@')[0]!.split(':')[1]), { role: flags!.includes('master') ? 'master' : 'slave', id: id!, masterId: masterId!, failed: /fail/.test(flags!) });
+  }
+  return roles;
+}
+
+/** pg_ctl without blocking the event loop (as the postgres user when root, as postgres.ts runs it). */
+async function pgCtl(args: string[]): Promise<void> {
+  const bin = path.join(process.env.PG_BIN ?? '/usr/lib/postgresql/15/bin', 'pg_ctl');
+  const [file, argv] = process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', bin, ...args]] : [bin, args];
+  await exec(file, argv, { encoding: 'utf8', timeout: 90_000 });
 }
 
 /** One redis-server (the single-node topology's), in the RedisCluster shape. */
@@ -222,9 +247,10 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
     const topo: Topology = {
       env, envFile, url: o.single ? `http://127.0.0.1:${apis[0]!.port}` : `http://127.0.0.1:${o.port}`, apis, workers, haproxy: h, redis: r, pg, kafka, stop,
       async killRedisMaster() {
+        // Asynchronous throughout (redis-cli through execFile): the caller's load goes on while the cluster fails over.
         const ports = r.nodes.map((n) => Number(n.split(':')[1]));
         const alive = ports.filter((p, i) => r.servers[i]!.exitCode === null && r.servers[i]!.signalCode === null);
-        const roles = redisRoles(alive[0]!);
+        const roles = await redisRolesAsync(alive[0]!);
         const victim = [...roles].find(([p, v]) => v.role === 'master' && !v.failed && alive.includes(p))![0];
         const victimId = roles.get(victim)!.id;
         const replica = [...roles].find(([, v]) => v.masterId === victimId)?.[0];
@@ -234,9 +260,9 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
         await exited;
         const witness = alive.find((p) => p !== victim)!;
         for (let t = 0; ; t++) {
-          const now = redisRoles(witness);
+          const now = await redisRolesAsync(witness);
           const promoted = replica !== undefined && now.get(replica)?.role === 'master';
-          const ok = /cluster_state:ok/.test(spawnSync('redis-cli', ['-p', String(witness), 'cluster', 'info'], { encoding: 'utf8' }).stdout ?? '');
+          const ok = /cluster_state:ok/.test(await redisCli(witness, 'cluster', 'info'));
           if (promoted && ok) return { killed: victim, promoted: replica! };
           if (t > 300) throw new Error(`no replica took over from :${victim} in 30 s`);
           await sleep(100);
@@ -254,8 +280,8 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
           await sleep(100);
         }
       },
-      stopReplica() { stopPg(pg.replicaDir, 'immediate'); },
-      startReplica() { startPg(pg.replicaDir); },
+      async stopReplica() { await pgCtl(['-D', pg.replicaDir, '-m', 'immediate', '-w', '-t', '60', 'stop']); },
+      async startReplica() { await pgCtl(['-D', pg.replicaDir, '-l', path.join(pg.replicaDir, 'server.log'), '-w', '-t', '60', 'start']); },
     };
     return topo;
   } catch (e) {
