@@ -137,8 +137,9 @@ export async function runScenario(t: Topology, o: {
       }
       await sleep(500);
     }
-    const { rows } = await db.query(`SELECT extract(epoch FROM o.created_at - b.hold_expires_at)::float AS late
-      FROM booking b JOIN outbox o ON o.message_key = b.id::text AND o.topic = 'booking.expired' WHERE b.status = 'EXPIRED'`);
+    // hold_expires_at is cleared when a booking leaves HOLD: the deadline is the one its booking.held event announced.
+    const { rows } = await db.query(`SELECT extract(epoch FROM e.created_at - (h.payload->>'holdExpiresAt')::timestamptz)::float AS late
+      FROM outbox e JOIN outbox h ON h.message_key = e.message_key AND h.topic = 'booking.held' WHERE e.topic = 'booking.expired'`);
     expiryLateness = rows.map((r) => Number(r.late));
   } finally {
     await db.end();

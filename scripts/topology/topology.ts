@@ -82,7 +82,7 @@ export function redisRoles(port: number): Map<number, { role: 'master' | 'slave'
 
 async function redisCli(port: number, ...args: string[]): Promise<string> {
   try {
-    return (await exec('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 })).stdout;
+    return (await exec('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 20_000 })).stdout;
   } catch {
     return '';
   }
@@ -250,7 +250,13 @@ export async function startTopology(o: TopologyOptions): Promise<Topology> {
         // Asynchronous throughout (redis-cli through execFile): the caller's load goes on while the cluster fails over.
         const ports = r.nodes.map((n) => Number(n.split(':')[1]));
         const alive = ports.filter((p, i) => r.servers[i]!.exitCode === null && r.servers[i]!.signalCode === null);
-        const roles = await redisRolesAsync(alive[0]!);
+        let roles = await redisRolesAsync(alive[0]!);
+        // A loaded machine: redis-cli may time out; ask again (another node) until one answers with a master.
+        for (let t = 1; ![...roles.values()].some((v) => v.role === 'master'); t++) {
+          if (t > 20) throw new Error('no Redis node answered CLUSTER NODES');
+          await sleep(500);
+          roles = await redisRolesAsync(alive[t % alive.length]!);
+        }
         const victim = [...roles].find(([p, v]) => v.role === 'master' && !v.failed && alive.includes(p))![0];
         const victimId = roles.get(victim)!.id;
         const replica = [...roles].find(([, v]) => v.masterId === victimId)?.[0];
