@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -110,6 +110,8 @@ try {
   console.log(`restarts: ${t.procs.map((p) => `${p.name} ${p.restarts()}`).join(', ')}`);
   console.log(`5xx: ${serverErrors.length} (503 while a dependency was down, allowed: ${allowed503.length})`);
   for (const e of serverErrors.slice(0, 10)) console.log(`  - ${e.status} ${e.op} ${e.path}: ${e.body}`);
+  const serverErrorLogs = serverErrors.length ? unhandledErrorLines(runDir) : [];
+  for (const l of serverErrorLogs) console.log(`  log: ${l}`);
   console.log(`quiet: ${quiet.quiet ? 'yes' : 'no'} after ${(quiet.waitedMs / 1000).toFixed(1)} s`);
   console.log(formatResults(results));
   console.log(violations || serverErrors.length ? `FAILED: ${violations} violations, ${serverErrors.length} 5xx` : 'all invariants hold, no 5xx');
@@ -117,7 +119,7 @@ try {
   if (values.json) {
     writeFileSync(values.json, JSON.stringify({
       seed, seconds, opsTotal, operations: stats.ops, answers: stats.answers, faults: faults.counts, faultKinds: kinds, missingFaults,
-      serverErrors: serverErrors.length, serverErrorSamples: serverErrors.slice(0, 20), allowed503: allowed503.length,
+      serverErrors: serverErrors.length, serverErrorSamples: serverErrors.slice(0, 20), serverErrorLogs, allowed503: allowed503.length,
       quiet: quiet.quiet, quietState: quiet.state, bookings: workload.bookings.length,
       invariants: results.map((r) => ({ name: r.name, checked: r.checked, violations: r.violations.length, samples: r.violations.slice(0, 10), note: r.note })),
       runDir,
@@ -129,3 +131,10 @@ try {
   await t.stop(values.keep);
 }
 process.exit(exitCode);
+
+/** The API processes' "unhandled error" log lines (what a 500 was), so a run that saw one says why. */
+function unhandledErrorLines(dir: string): string[] {
+  return readdirSync(dir).filter((f) => /^api-\d+\.log$/.test(f))
+    .flatMap((f) => readFileSync(path.join(dir, f), 'utf8').split('\n').filter((l) => l.includes('"unhandled error"')).map((l) => `${f}: ${l.slice(0, 2000)}`))
+    .slice(0, 10);
+}

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { currentCorrelation } from '../correlation.js';
 import { JOB_ID_PREFIX, JOB_KINDS, jobIdOf, type JobKind, type JobRequest, type ObligationKind } from '../domain/jobs.js';
 import { jobsEnqueueFailed } from '../metrics/work.js';
+import { logger } from '../logger.js';
 import { closeRedis, redisClient, type RedisClient, type RedisRole } from '../redis.js';
 import { QUEUES, jobOptions } from './registry.js';
 
@@ -68,6 +69,14 @@ export function openProducers(
   })) as Record<JobKind, Queue>;
   let breakerUntil = 0;
   const ready = () => connection.status === 'ready' && Date.now() >= breakerUntil;
+  let lastWarnAt = 0;
+  /** A failed add: the breaker opens for a second; a warning at most every 10 s says why. */
+  const noteFailure = (kind: ObligationKind, err: unknown) => {
+    breakerUntil = Date.now() + BREAKER_MS;
+    if (Date.now() - lastWarnAt < 10_000) return;
+    lastWarnAt = Date.now();
+    logger.warn({ queue: kind, err: String(err), kept: retry.size }, 'job add failed; kept to be added again');
+  };
   /** Failed adds by job id, oldest first (a Map keeps insertion order). */
   const retry = new Map<string, { kind: ObligationKind; job: BullJob }>();
   const keep = (kind: ObligationKind, jobs: readonly BullJob[]) => {
@@ -88,8 +97,8 @@ export function openProducers(
       retry.delete(id);
     }
     await Promise.all([...byKind].map(async ([kind, jobs]) => {
-      await queues[kind].addBulk(jobs).catch(() => {
-        breakerUntil = Date.now() + BREAKER_MS;
+      await queues[kind].addBulk(jobs).catch((err) => {
+        noteFailure(kind, err);
         keep(kind, jobs);
       });
     }));
@@ -108,8 +117,8 @@ export function openProducers(
     try {
       if (jobs.length === 1) await q.add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
       else await q.addBulk(jobs);
-    } catch {
-      breakerUntil = Date.now() + BREAKER_MS;
+    } catch (err) {
+      noteFailure(kind, err);
       jobsEnqueueFailed.inc({ queue: kind }, requests.length);
       keep(kind, jobs);
       return requests.length;

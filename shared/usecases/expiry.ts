@@ -60,7 +60,7 @@ export async function decideExpiry(deps: Deps, job: HoldJob): Promise<ExpiryOutc
     if (skip?.kind === 'not_due') await deferExpiryCheck(tx, job.bookingId, skip.checkAt);
     if (skip) return skip;
     if (b!.payRequestedAt) {
-      handOverToPaymentCheck(tx, b!, now);
+      await handOverToPaymentCheck(tx, b!, now);
       return { kind: 'handed_over' };
     }
     return expireLocked(tx, deps, b!);

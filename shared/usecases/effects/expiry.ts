@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import type { Booking } from '../../domain/booking.js';
 import type { CommonQueryMethods } from '../../db/pool.js';
-import { transition } from '../../db/bookings.js';
+import { deferExpiryCheck, transition } from '../../db/bookings.js';
 import { writeEvent } from '../../events/outbox.js';
 import { noteJob } from '../transact.js';
 import { applyInventoryEffect } from './inventory.js';
@@ -13,8 +13,14 @@ export function armHoldExpiry(tx: CommonQueryMethods, bookingId: number, holdExp
   noteJob(tx, { kind: 'expiry', bookingId, gen: 0, runAt: holdExpiresAt });
 }
 
-/** The hold's expiry found a payment may be in flight: its payment check takes over (paycheck-{id}-g{gen}), due now. */
-export function handOverToPaymentCheck(tx: CommonQueryMethods, b: Booking, now: Date): void {
+/**
+ * The hold's expiry found a payment may be in flight: its payment check takes over (paycheck-{id}-g{gen}), due now.
+ * The row's due time moves to now with it (a job keeps its row's due time in step with its own delay): left at
+ * holdExpiresAt, the row would look overdue to the reconciler before the check's add had landed, and a late add
+ * (> the 500 ms grace) would cost a needless new generation.
+ */
+export async function handOverToPaymentCheck(tx: CommonQueryMethods, b: Booking, now: Date): Promise<void> {
+  await deferExpiryCheck(tx, b.id, now);
   noteJob(tx, { kind: 'payment-checks', bookingId: b.id, gen: b.jobGen, runAt: now });
 }
 
