@@ -42,7 +42,10 @@ export function lagFromSamples(samples: readonly Sample[], replayed: bigint, now
  */
 export async function openReadReplica(primary: DatabasePool, url: string, maxLagS: number, opts: { poolSize?: number } = {}): Promise<ReadReplica> {
   // A replica that is down must cost a read little: connections give up after 1 s (the primary's pool waits 5).
-  const replica = await createDb(url, { maximumPoolSize: opts.poolSize ?? 4, connectionTimeout: 1000 });
+  // slonik connects once on creating a pool: a replica that is down when this process starts (stopped, restarting)
+  // must not stop the process from starting. No pool yet: every probe tries to make one, reads go to the primary.
+  const open = () => createDb(url, { maximumPoolSize: opts.poolSize ?? 4, connectionTimeout: 1000 }).catch(() => null);
+  let replica: DatabasePool | null = await open();
   const samples: Sample[] = [];
   const keep = Math.ceil((maxLagS * 1000) / PROBE_INTERVAL_MS) + 2;
   let lag = Infinity;
@@ -61,6 +64,8 @@ export async function openReadReplica(primary: DatabasePool, url: string, maxLag
       return; // The primary is not answering: nothing to compare against; reads fail or not on the primary anyway.
     }
     try {
+      replica ??= await open();
+      if (!replica) throw new Error('replica not reachable');
       const r = await replicaReplayPosition(replica);
       lag = !r.inRecovery ? 0 : r.replayed === null ? Infinity : lagFromSamples(samples, r.replayed, Date.now());
       setState(lag <= maxLagS ? 'fresh' : 'lagging');
@@ -80,7 +85,7 @@ export async function openReadReplica(primary: DatabasePool, url: string, maxLag
 
   return {
     pool() {
-      if (state === 'fresh') return replica;
+      if (state === 'fresh' && replica) return replica;
       dbReadFallbacks.inc({ reason: state });
       return null;
     },
@@ -94,7 +99,7 @@ export async function openReadReplica(primary: DatabasePool, url: string, maxLag
       stopped = true;
       await loop;
       // Connections the replica dropped while down (a crash, a restart) make slonik's end() throw; they are gone anyway.
-      await replica.end().catch(() => {});
+      await replica?.end().catch(() => {});
     },
   };
 }

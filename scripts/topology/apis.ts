@@ -18,11 +18,14 @@ export function spawnApi(name: string, port: number, env: Record<string, string>
   return { name, port, child };
 }
 
-/** Resolves once the API answers /ready with 200. */
-export async function waitReady(port: number, timeoutMs = 60_000): Promise<void> {
+/** Resolves once the API answers /ready with 200; fails at once when `child` (the API's process) has exited. */
+export async function waitReady(port: number, timeoutMs = 60_000, child?: ChildProcess): Promise<void> {
   const until = Date.now() + timeoutMs;
   let last = 'nothing listening';
   for (;;) {
+    if (child && (child.exitCode !== null || child.signalCode !== null)) {
+      throw new Error(`api on :${port} exited (${child.exitCode ?? child.signalCode}) before it was ready (last: ${last})`);
+    }
     try {
       const r = await fetch(`http://127.0.0.1:${port}/ready`);
       if (r.status === 200) return;
@@ -54,7 +57,7 @@ export async function rollingRestart(
     const old = apis[i]!;
     await stopApi(old);
     apis[i] = spawnApi(old.name, old.port, env);
-    await waitReady(old.port);
+    await waitReady(old.port, 60_000, apis[i]!.child);
     for (let t = 0; !(await inPool(old.name)); t++) {
       if (t > 200) throw new Error(`${old.name} not back in the pool`);
       await new Promise((r) => setTimeout(r, 100));

@@ -19,7 +19,7 @@ export async function startRedisCluster(dir: string, ports: number[]): Promise<R
     '--cluster-node-timeout', '2000', '--save', '', '--appendonly', 'no', '--dir', dir,
   ], { stdio: 'ignore' }));
   const stop = async () => {
-    await Promise.all(servers.map((s) => (s.exitCode !== null ? null : new Promise((r) => { s.once('exit', r); s.kill('SIGKILL'); }))));
+    await Promise.all(servers.map((s) => (s.exitCode !== null || s.signalCode !== null ? null : new Promise((r) => { s.once('exit', r); s.kill('SIGKILL'); }))));
   };
   try {
     for (let t = 0; !ports.every((p) => cli(p, 'ping').stdout.trim() === 'PONG'); t++) {

@@ -118,3 +118,22 @@ describe('reads on a streaming replica', () => {
     expect((await fallbacks('down')) + (await fallbacks('error')) + (await fallbacks('lagging'))).toBe(settled);
   }, 60_000);
 });
+
+describe('a process whose replica is down when it starts', () => {
+  it('starts (reads go to the primary) and reads on the replica once it is back', async () => {
+    // Regression: slonik connects on creating a pool, so an API started while its replica was stopped exited 1
+    // (ECONNREFUSED on DATABASE_READ_URL's port; the topology's API-restart fault met the replica fault).
+    const { openReadReplica } = await import('../../shared/read-replica.js');
+    stop(replica.dir, 'immediate');
+    let r: Awaited<ReturnType<typeof openReadReplica>> | undefined;
+    try {
+      r = await openReadReplica(h.deps.db, replica.url, MAX_LAG_S);
+      expect(r.pool()).toBeNull();
+      expect(r.lag()).toBe(Infinity);
+    } finally {
+      start(replica.dir);
+    }
+    await waitFor(async () => (r!.pool() ? true : null), 30_000, 100);
+    await r!.close();
+  }, 60_000);
+});

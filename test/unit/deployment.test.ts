@@ -152,6 +152,45 @@ describe('docker-compose.yml', () => {
     expect(provider.providers[0].options.path).toBe('/var/lib/grafana/dashboards');
   });
 
+  it('has a `scale` profile with the topology of npm run topology: Redis Cluster 3+3, 3 KRaft brokers, a replica, 3 APIs behind HAProxy', () => {
+    const scale = Object.entries(services).filter(([, s]) => (s.profiles ?? []).includes('scale')).map(([n]) => n).sort();
+    expect(scale).toEqual(['api-2', 'api-3', 'haproxy', 'kafka-1', 'kafka-2', 'kafka-3', 'postgres-replica',
+      ...[1, 2, 3, 4, 5, 6].map((n) => `redis-node-${n}`), 'redis-cluster-init'].sort());
+    // The default `docker compose up` is unchanged: no service of it is in a profile.
+    for (const name of [...APP, 'postgres', 'redis', 'kafka', 'prometheus', 'grafana']) expect(services[name]!.profiles, name).toBeUndefined();
+    for (const n of [1, 2, 3, 4, 5, 6]) expect(services[`redis-node-${n}`]!.command.join(' '), `redis-node-${n}`).toMatch(/--cluster-enabled yes/);
+    expect(services['redis-cluster-init']!.command[0]).toMatch(/--cluster create .*--cluster-replicas 1/);
+    for (const n of [1, 2, 3]) {
+      const env = services[`kafka-${n}`]!.environment;
+      expect(env.KAFKA_NODE_ID, `kafka-${n}`).toBe(n);
+      expect(env.KAFKA_ADVERTISED_LISTENERS).toBe(`INTERNAL://kafka-${n}:9092`);
+      expect(env.KAFKA_CONTROLLER_QUORUM_VOTERS).toBe('1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093');
+      expect([env.KAFKA_DEFAULT_REPLICATION_FACTOR, env.KAFKA_MIN_INSYNC_REPLICAS, env.KAFKA_PROCESS_ROLES]).toEqual([3, 2, 'broker,controller']);
+    }
+    expect(new Set([1, 2, 3].map((n) => services[`kafka-${n}`]!.volumes[0])).size).toBe(3);
+    expect(services['postgres-replica']!.command[0]).toMatch(/pg_basebackup -h postgres .* -R -X stream/);
+    expect(services.postgres!.volumes).toContain('./deploy/postgres/allow-replication.sh:/docker-entrypoint-initdb.d/allow-replication.sh:ro');
+    // deploy/scale.env points every app service at them; HAProxy checks the three APIs on /ready.
+    const scaleEnv = Object.fromEntries(read('deploy/scale.env').split('\n').filter((l) => /^\w+=/.test(l)).map((l) => l.split('=', 2) as [string, string]));
+    expect(scaleEnv.REDIS_CLUSTER_NODES!.split(',').map((h) => h.split(':')[0])).toEqual([1, 2, 3, 4, 5, 6].map((n) => `redis-node-${n}`));
+    expect(scaleEnv.KAFKA_BROKERS).toBe('kafka-1:9092,kafka-2:9092,kafka-3:9092');
+    expect(scaleEnv.DATABASE_READ_HOST).toBe('postgres-replica');
+    for (const name of APP) {
+      const env = services[name]!.environment;
+      expect([env.REDIS_CLUSTER_NODES, env.KAFKA_BROKERS], name).toEqual(['${REDIS_CLUSTER_NODES:-}', '${KAFKA_BROKERS:-kafka:9092}']);
+      expect(env.DATABASE_READ_URL, name).toMatch(/^\$\{DATABASE_READ_HOST:\+postgres:\/\/postgres:\$\{POSTGRES_PASSWORD\}@\$\{DATABASE_READ_HOST\}:5432\/booking\}$/);
+    }
+    for (const api of ['api-2', 'api-3']) {
+      expect(services[api]!.command).toEqual(services.api!.command);
+      expect(services[api]!.healthcheck.test).toEqual(services.api!.healthcheck.test);
+      expect(services[api]!.depends_on['redis-cluster-init']).toEqual({ condition: 'service_completed_successfully' });
+    }
+    const cfg = read('deploy/haproxy/haproxy.cfg');
+    expect(cfg).toMatch(/option httpchk GET \/ready/);
+    expect([...cfg.matchAll(/^\s+server (\S+) (\S+):3000 check$/gm)].map((m) => m[2])).toEqual(['api', 'api-2', 'api-3']);
+    expect(services.haproxy!.volumes).toEqual(['./deploy/haproxy:/usr/local/etc/haproxy:ro']);
+  });
+
   it('.env.example names every variable compose requires, with no value', () => {
     const required = [...read('docker-compose.yml').matchAll(/\$\{(\w+):\?/g)].map((m) => m[1]!);
     const example = Object.fromEntries(read('.env.example').split('\n').filter((l) => /^\w+=/.test(l)).map((l) => l.split('=', 2) as [string, string]));
