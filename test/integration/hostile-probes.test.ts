@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { hostToken, newCar } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
-import { inHours, tally } from '../helpers/http.js';
+import { inHours, tally, waitFor } from '../helpers/http.js';
 import { operatorToken } from '../helpers/bookings.js';
 import { addDays } from '../helpers/stays.js';
 import { rateApi } from '../helpers/rates.js';
@@ -76,7 +76,14 @@ describe('1. the hold limiter counts only holds that are created, also under con
         FROM car c WHERE c.id = $1`, [taken, period.from, period.to]);
       const c = newCustomer(h);
       const doomed = [0, 1, 2, 3].map(() => h.req('POST', '/bookings', { token: c.token, body: { carId: taken, ...period } }));
-      await new Promise((r) => setTimeout(r, 300));
+      // All four past the limiter (each holds a pending slot) before the good ones come (on a loaded machine a fixed
+      // 300 ms was not always enough, and a doomed one judged after the good ones were created is rightly 429).
+      const redis = new Redis(h.config.REDIS_URL, { keyPrefix: h.config.REDIS_KEY_PREFIX });
+      try {
+        await waitFor(async () => (await redis.zcard(`hold-rate:{${c.id}}:pending`)) >= 4, 10_000, 20);
+      } finally {
+        redis.disconnect();
+      }
       const good = free.map((carId) => h.req('POST', '/bookings', { token: c.token, body: { carId, ...period } }));
       await new Promise((r) => setTimeout(r, 200));
       await blocker.query('COMMIT');
