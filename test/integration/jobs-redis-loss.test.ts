@@ -123,7 +123,8 @@ describe('Redis loses its data while every kind of work is owed', () => {
     await sandbox(h).resetFaults();
     gateway.refusing = false;
     await sandbox(h).post(`/intents/${payingIntent}/succeed-silently`);
-    await waitFor(async () => (await statusOf(h, paying.id)) === 'CONFIRMED', 30_000, 100);
+    // Its next check may be up to the re-check cap (30 s) away, as the provider was down: the cap and some more.
+    await waitFor(async () => (await statusOf(h, paying.id)) === 'CONFIRMED', 45_000, 100);
     await waitFor(async () => (await h.sql(`SELECT status FROM refund WHERE id = $1`, [refund])).rows[0].status === 'SUCCEEDED', 45_000, 200);
     await waitFor(async () => (await sandbox(h).state()).intents.find((i) => i.id === cancelledIntent)?.status === 'canceled', 30_000, 200);
     expect(await sandbox(h).refundsFor(refunded.id)).toHaveLength(1);
