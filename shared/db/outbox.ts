@@ -71,10 +71,15 @@ export async function claimPending(tx: PreparedQueries, limit: number): Promise<
     FOR UPDATE`, [limit]);
 }
 
-/** Marks the rows Kafka acknowledged, in one statement. */
+/**
+ * Marks the rows Kafka acknowledged, in one statement, all with one time: the uncorrelated subquery is evaluated
+ * once (an InitPlan), while a bare clock_timestamp() is read per row, and on a busy machine the rows of one batch
+ * would be marked milliseconds apart in the order the scan visits them, not in id order. One time per pass, and
+ * passes marked one after another (the publisher lock), make published_at order the order of publication.
+ */
 export async function markPublished(tx: PreparedQueries, ids: readonly number[]): Promise<void> {
   if (ids.length === 0) return;
-  await tx.query('pump-mark', `UPDATE outbox SET published_at = clock_timestamp() WHERE id = ANY($1::int8[])`, [ids]);
+  await tx.query('pump-mark', `UPDATE outbox SET published_at = (SELECT clock_timestamp()) WHERE id = ANY($1::int8[])`, [ids]);
 }
 
 /**
