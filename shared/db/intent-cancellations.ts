@@ -48,3 +48,27 @@ export async function retryIntentCancellation(
 ): Promise<boolean> {
   return releaseLease(db, LEASED.intentCancellation, [c.bookingId], c.leaseToken, a);
 }
+
+/** An intent create /pay sent that the provider never answered: its Idempotency-Key and body (migration 025). */
+export interface UnansweredIntentCreate {
+  idempotencyKey: string;
+  amount: number;
+  currency: string;
+}
+
+/** Records an unanswered create (once per key), committed on its own: the provider may carry it out later. */
+export async function recordUnansweredIntentCreate(db: CommonQueryMethods, bookingId: number, c: UnansweredIntentCreate): Promise<void> {
+  await db.query(sql.typeAlias('void')`
+    INSERT INTO intent_create_unanswered (booking_id, idempotency_key, amount, currency)
+    VALUES (${bookingId}, ${c.idempotencyKey}, ${c.amount}, ${c.currency})
+    ON CONFLICT (booking_id, idempotency_key) DO NOTHING`);
+}
+
+const unansweredRow = z.object({ idempotencyKey: z.string(), amount: z.number(), currency: z.string() });
+
+/** The booking's unanswered intent creates, oldest first. */
+export async function unansweredIntentCreates(db: CommonQueryMethods, bookingId: number): Promise<readonly UnansweredIntentCreate[]> {
+  return db.any(sql.type(unansweredRow)`
+    SELECT idempotency_key AS "idempotencyKey", amount, currency
+    FROM intent_create_unanswered WHERE booking_id = ${bookingId} ORDER BY created_at, idempotency_key`);
+}

@@ -3,13 +3,15 @@ import { backoffMs } from '../domain/backoff.js';
 import { inWords, type JobOutcome } from '../domain/jobs.js';
 import { findBooking } from '../db/bookings.js';
 import {
-  claimIntentCancellation, completeIntentCancellation, intentCancellationLeaseState, retryIntentCancellation, type IntentCancellationClaim,
+  claimIntentCancellation, completeIntentCancellation, intentCancellationLeaseState, retryIntentCancellation, unansweredIntentCreates,
+  type IntentCancellationClaim,
 } from '../db/intent-cancellations.js';
 import { ProviderRejectedError, type PaymentIntent } from '../psp/client.js';
 import { QUEUES } from '../queues/registry.js';
 import { confirmFromProvider } from './payments.js';
 import { unclaimedOutcome } from './unclaimed.js';
 import { supersededIntents } from '../db/changes.js';
+import { depositIntentKey } from '../domain/changes.js';
 import { sameCurrency } from '../domain/money.js';
 
 // CONTRACT "Expiry": when a booking leaves HOLD unpaid (EXPIRED, CANCELLED), every payment intent created for it
@@ -25,10 +27,11 @@ export type IntentCancellationOutcome =
   | { kind: 'throttled'; forMs: number; error: string };
 
 /**
- * One attempt at a claimed obligation: every intent of the booking (the provider's list by reference, and the one
- * the booking saved) is cancelled; one that has succeeded instead is recorded like its webhook would be
- * (`applyPaymentSuccess`: once per intent, refunded in full since the booking is no longer a HOLD). Settled once
- * the provider has answered for all of them; any failure (unreachable, 401, 429, …) retries with backoff.
+ * One attempt at a claimed obligation: every intent of the booking (the provider's list by reference, the one the
+ * booking saved, and those of creates /pay sent that were never answered, sent again) is cancelled; one that has
+ * succeeded instead is recorded like its webhook would be (`applyPaymentSuccess`: once per intent, refunded in
+ * full since the booking is no longer a HOLD). Settled once the provider has answered for all of them; any failure
+ * (unreachable, 401, 429, …) retries with backoff.
  */
 export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim): Promise<IntentCancellationOutcome> {
   const b = await findBooking(deps.db, claim.bookingId);
@@ -36,14 +39,28 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
   let refunded = 0;
   try {
     if (b) {
-      const listed = await deps.psp.listPaymentIntents(String(b.id));
+      const listed = [...await deps.psp.listPaymentIntents(String(b.id))];
       const ids = new Set(listed.map((i) => i.id));
+      // The creates /pay sent and the provider never answered, sent again: the intent the provider made, or one made
+      // now (a late original then gets it back), joins the list. Not the current deposit's of a HOLD: that one may
+      // still be paid.
+      const current = b.status === 'HOLD' ? depositIntentKey(b.id, b.depositVersion) : null;
+      const replayed = new Set<string>();
+      for (const c of await unansweredIntentCreates(deps.db, b.id)) {
+        if (c.idempotencyKey === current) continue;
+        const intent = await deps.psp.createPaymentIntent({ amount: c.amount, currency: c.currency, reference: String(b.id) }, c.idempotencyKey);
+        replayed.add(intent.id);
+        if (!ids.has(intent.id)) {
+          ids.add(intent.id);
+          listed.push(intent);
+        }
+      }
       const toCancel: (PaymentIntent | string)[] = [];
       if (b.status === 'HOLD') {
         // A HOLD whose deposit a change replaced: its superseded intents (and any listed intent that cannot pay the
         // current deposit) go; the intent of the current deposit stays payable.
         const superseded = await supersededIntents(deps.db, b.id);
-        toCancel.push(...listed.filter((i) => superseded.has(i.id) || i.amount !== b.depositAmount || !sameCurrency(i.currency, b.currency)));
+        toCancel.push(...listed.filter((i) => superseded.has(i.id) || replayed.has(i.id) || i.amount !== b.depositAmount || !sameCurrency(i.currency, b.currency)));
         toCancel.push(...[...superseded].filter((id) => !ids.has(id)));
       } else {
         toCancel.push(...listed);

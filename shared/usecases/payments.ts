@@ -8,7 +8,8 @@ import { findRefundForWebhook } from '../db/refunds.js';
 import { isOwner, type Booking } from '../domain/booking.js';
 import { depositIntentKey } from '../domain/changes.js';
 import { supersedeIntent } from '../db/changes.js';
-import { ProviderRejectedError, ProviderUnreachableError } from '../psp/client.js';
+import { recordUnansweredIntentCreate, type UnansweredIntentCreate } from '../db/intent-cancellations.js';
+import { ProviderRejectedError, ProviderUnreachableError, type PaymentIntent } from '../psp/client.js';
 import { applyPaymentSuccess, bookingIdOf, type PaymentOutcome, type PaymentSuccess } from './effects/payments.js';
 import { reopenIntentCancellation } from './effects/intents.js';
 import { settleRefundOnce } from './effects/refunds.js';
@@ -32,6 +33,16 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
       throw invalidState((await findBooking(deps.db, b.id))?.status ?? 'unknown', 'pay');
     }
     const intent = await createIntent(deps, b);
+    if ('inDoubt' in intent) {
+      // The provider never answered, or failed on its side: it may still create this intent, later. Recorded, so that the booking's intent
+      // cancellation sends the same create again and cancels what it gets; and when the booking has left HOLD
+      // meanwhile, its cancellation (which may have settled already) is owed again.
+      const unanswered = b;
+      await recordUnansweredIntentCreate(deps.db, unanswered.id, unansweredCreateOf(unanswered));
+      const current = await findBooking(deps.db, unanswered.id);
+      if (current && current.status !== 'HOLD') await transact(deps, (tx) => reopenIntentCancellation(tx, unanswered.id, deps.clock.now()));
+      throw new DomainError('UNAVAILABLE', intent.inDoubt);
+    }
     const saved = await savePaymentIntent(deps.db, b.id, intent.id, b.depositVersion);
     // The booking may have left HOLD while the intent was being created, and its intents' cancellation may have
     // run before this one existed: owe it again, so this intent is cancelled too, and send no one to pay it.
@@ -54,16 +65,21 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
   }
 }
 
-async function createIntent(deps: Deps, b: Booking) {
+/** The create /pay sends for the booking's current deposit: its Idempotency-Key and body. */
+const unansweredCreateOf = (b: Booking): UnansweredIntentCreate =>
+  ({ idempotencyKey: depositIntentKey(b.id, b.depositVersion), amount: b.depositAmount, currency: b.currency });
+
+/**
+ * The intent of the booking's current deposit, or `inDoubt` (the message for the customer) when the provider may
+ * have created it without saying so: no answer (a timeout, a reset, an unreadable answer), or a 5xx.
+ */
+async function createIntent(deps: Deps, b: Booking): Promise<PaymentIntent | { inDoubt: string }> {
+  const { idempotencyKey, amount, currency } = unansweredCreateOf(b);
   try {
-    return await deps.psp.createPaymentIntent(
-      { amount: b.depositAmount, currency: b.currency, reference: String(b.id) },
-      depositIntentKey(b.id, b.depositVersion),
-    );
+    return await deps.psp.createPaymentIntent({ amount, currency, reference: String(b.id) }, idempotencyKey);
   } catch (e) {
-    if (e instanceof ProviderUnreachableError) {
-      throw new DomainError('UNAVAILABLE', 'the payment provider did not answer; try again');
-    }
+    if (e instanceof ProviderUnreachableError) return { inDoubt: 'the payment provider did not answer; try again' };
+    if (e instanceof ProviderRejectedError && e.status >= 500) return { inDoubt: 'the payment provider failed to create the payment; try again' };
     if (e instanceof ProviderRejectedError) {
       throw new DomainError('UNAVAILABLE', 'the payment provider refused to create the payment');
     }

@@ -6,8 +6,4 @@
  * Before issue 8's fixes, seed 8 found intents-cancelled, holds-expire, refunds-settled,
  * notifications-once and a 500 (see known-bugs.test.ts); all are fixed in this branch's merge.
  */
-export const KNOWN_VIOLATED: Record<string, string> = {
-  'intents-cancelled':
-    'an intent whose create timed out at /pay is created by the provider after the booking left HOLD and its intent '
-    + 'cancellation settled (chaos seeds 900010, 731412); known-bugs.test.ts "an intent created late by a /pay that timed out"',
-};
+export const KNOWN_VIOLATED: Record<string, string> = {};

@@ -176,4 +176,31 @@ describe('an intent created while its booking leaves HOLD', () => {
     const intents = (await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id));
     expect(intents.map((i) => i.status)).toEqual(['canceled']);
   });
+
+  it("/pay's create is never answered while the booking is cancelled: 503, the obligation re-opens, and the intent the provider makes late is cancelled", async () => {
+    const b = await holdCar(q);
+    // Every attempt of /pay's create hangs past the client's timeout; the provider carries each out 6 s later.
+    await sandbox(q).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 10, hangMs: 6_000 });
+    const pay = q.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
+    await waitFor(async () => (await q.sql(`SELECT pay_requested_at FROM booking WHERE id = $1`, [b.id])).rows[0].pay_requested_at, 5_000, 10);
+    expect((await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
+    // The cancellation runs while the create is unanswered: the provider has no intent of the booking yet.
+    const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'done', cancelled: 0, refunded: 0 });
+
+    const r = await pay;
+    expect(r.status, r.text).toBe(503);
+    expect((await q.sql(`SELECT idempotency_key, amount::int FROM intent_create_unanswered WHERE booking_id = $1`, [b.id])).rows)
+      .toEqual([{ idempotency_key: `deposit-${b.id}`, amount: b.deposit }]);
+    expect((await q.sql(`SELECT done_at, job_gen FROM intent_cancellation WHERE booking_id = $1`, [b.id])).rows[0]).toEqual({ done_at: null, job_gen: 1 });
+
+    // The next attempt sends the create again with its key (the provider makes the intent now) and cancels it.
+    await sandbox(q).resetFaults();
+    const reclaim = await claimIntentCancellation(q.deps.db, b.id, 1, 30_000);
+    expect(await cancelIntentsOf(q.deps, reclaim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
+    // The hung originals land afterwards and get that intent back: one intent, cancelled.
+    await sandbox(q).idle();
+    const intents = (await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id));
+    expect(intents.map((i) => i.status)).toEqual(['canceled']);
+  }, 30_000);
 });

@@ -44,9 +44,10 @@ describe('bugs found by check:invariants / chaos (issue 8)', () => {
 
   // invariant intents-cancelled (chaos seeds 900010 and 731412, psp:timeouts): /pay's intent create times out (503)
   // and the provider carries it out later, after the booking has left HOLD and its intent cancellation, which listed
-  // no intent yet, has settled: the late intent stays payable. (Money is safe: a success on it loses the race and is
-  // refunded.) `it.fails` until the cancellation waits out a create that was never answered.
-  it.fails('an intent created late by a /pay that timed out is cancelled too', async () => {
+  // no intent yet, has settled: the late intent stayed payable. (Money was safe: a success on it lost the race and
+  // was refunded.) Fixed: /pay records a create the provider never answered, and the cancellation sends it again
+  // with the same Idempotency-Key and cancels the intent it gets (migration 025).
+  it('an intent created late by a /pay that timed out is cancelled too', async () => {
     const b = await holdCar(h);
     await sandbox(h).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 3, hangMs: 12_000 });
     const pay = await h.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
