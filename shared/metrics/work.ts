@@ -12,6 +12,10 @@ export const jobDuration = new Histogram({
 export const jobFailures = new Counter({
   name: 'job_failures_total', help: 'Failed job attempts by queue (each retry that fails counts)', labelNames: ['queue'], registers,
 });
+/** Workers the watchdog replaced: their queue had jobs ready and they took none (workers/lib/worker-watchdog.ts). */
+export const workerRestarts = new Counter({
+  name: 'worker_restarts_total', help: 'Workers replaced by a new one after taking no job while their queue had jobs ready, by queue', labelNames: ['queue'], registers,
+});
 /** Adds right after a commit that did not reach Redis (the reconciler arms those jobs from PostgreSQL). */
 export const jobsEnqueueFailed = new Counter({
   name: 'jobs_enqueue_failed_total', help: 'Job adds after a commit that failed (Redis down or slow); the reconciler arms them', labelNames: ['queue'], registers,

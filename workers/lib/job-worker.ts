@@ -9,6 +9,7 @@ import { traceparentFor, withCorrelation, type Correlation } from '../../shared/
 import { jobDuration, jobFailures } from '../../shared/metrics/work.js';
 import { closeRedis, redisClient } from '../../shared/redis.js';
 import { providerGate } from '../../shared/queues/provider-gate.js';
+import type { WorkerActivity } from './worker-watchdog.js';
 
 // Works one queue: the one place every job of every queue passes through. It parses the job's data with the
 // queue's schema (bad data: failed, never retried), runs the kind's use case in the correlation (request id) the
@@ -38,6 +39,8 @@ export interface JobWorkerOptions {
   handler?: JobHandler<JobKind>;
   /** Concurrency (default the registry's). */
   concurrency?: number;
+  /** Told when a job starts or finishes and when the handler pauses the queue (the watchdog reads it). */
+  activity?: WorkerActivity;
 }
 
 /** Starts working `kind`'s queue; `close()` lets the jobs in flight finish. */
@@ -52,6 +55,15 @@ export function startJobWorker<K extends JobKind>(kind: K, deps: Deps, o: JobWor
   const jobDeps: Deps = gate ? { ...deps, psp: deps.psp.gated(() => gate.take()) } : deps;
 
   async function attempt(job: Job, token: string | undefined): Promise<string> {
+    o.activity?.touch();
+    try {
+      return await attemptOnce(job, token);
+    } finally {
+      o.activity?.touch();
+    }
+  }
+
+  async function attemptOnce(job: Job, token: string | undefined): Promise<string> {
     const parsed = spec.payload.safeParse(job.data);
     if (!parsed.success) throw new UnrecoverableError(`invalid job data: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     const data = parsed.data as JobData<K>;
@@ -82,6 +94,7 @@ export function startJobWorker<K extends JobKind>(kind: K, deps: Deps, o: JobWor
         throw new RetryLater(outcome.inMs, outcome.error);
       case 'paused':
         // The whole queue waits: no job starts (BullMQ's rate limit), and no call of a job already running leaves.
+        o.activity?.pauseFor(outcome.forMs);
         await gate?.pause(outcome.forMs);
         await worker.rateLimit(outcome.forMs);
         throw Worker.RateLimitError();

@@ -6,21 +6,53 @@ import { kindsOf, type WorkerProcess } from '../../shared/queues/registry.js';
 import type { JobKind } from '../../shared/domain/jobs.js';
 import { startJobWorker } from './job-worker.js';
 import { startReconciler, type ReconcilerLoops } from './reconciler-loop.js';
+import { watchWorker, WorkerActivity, type WatchdogOptions } from './worker-watchdog.js';
+import { withTimeout } from '../../shared/async.js';
+import { logger } from '../../shared/logger.js';
+import { workerRestarts } from '../../shared/metrics/work.js';
 
 /** The workers and the reconciler of some kinds, in one process (or a test). */
 export interface RunningWork {
+  /** The current worker of each kind, in `kinds` order: the watchdog replaces a stuck one in place. */
   workers: Worker[];
   reconciler: ReconcilerLoops;
   stop(): Promise<void>;
 }
 
-/** Works `kinds` (their queues) and runs their reconciler passes. */
-export function startWork(deps: ProcessDeps, kinds: readonly JobKind[]): RunningWork {
-  const workers = kinds.map((k) => startJobWorker(k, deps));
+/** A stuck worker gets this long to close (force: its jobs in flight are abandoned and retried) before it is dropped. */
+const STUCK_CLOSE_MS = 5_000;
+
+/**
+ * Works `kinds` (their queues) and runs their reconciler passes; a watchdog per kind replaces a worker that takes
+ * no job while its queue has jobs ready (worker-watchdog.ts).
+ */
+export function startWork(deps: ProcessDeps, kinds: readonly JobKind[], watchdog: WatchdogOptions = {}): RunningWork {
+  const workers: Worker[] = [];
+  let stopping = false;
   const reconciler = startReconciler(deps, kinds);
+  const unwatch = kinds.map((kind, i) => {
+    let activity = new WorkerActivity();
+    workers[i] = startJobWorker(kind, deps, { activity });
+    // Read on the process's producer connection (else the reconciler's): not the worker's, which may be the stuck part.
+    return watchWorker({
+      ...watchdog, queue: (deps.producers ?? reconciler.store.producers).queues[kind], activity: () => activity,
+      async restart(why) {
+        const stuck = workers[i]!;
+        // Only a worker that believes it is running: one closed or paused on purpose (a test, a shutdown) stays so.
+        if (stopping || !stuck.isRunning() || stuck.isPaused()) return;
+        logger.warn({ queue: kind, why }, 'worker replaced: it took no job while its queue had jobs ready');
+        workerRestarts.inc({ queue: kind });
+        activity = new WorkerActivity();
+        workers[i] = startJobWorker(kind, deps, { activity });
+        await withTimeout(stuck.close(true), STUCK_CLOSE_MS, 'closing a stuck worker').catch(() => stuck.disconnect().catch(() => {}));
+      },
+    });
+  });
   return {
     workers, reconciler,
     async stop() {
+      stopping = true;
+      for (const stop of unwatch) stop();
       await reconciler.stop();
       await Promise.all(workers.map((w) => w.close()));
     },
