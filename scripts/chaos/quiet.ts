@@ -16,16 +16,19 @@ export interface QuietState {
   deliveries: number;
 }
 
-async function snapshot(db: pg.Pool, t: Topology): Promise<QuietState> {
+/** What is still owed, in PostgreSQL and at the provider (`pspUrl`'s sandbox): all 0 when quiet. */
+export async function owedState(db: pg.Pool, pspUrl: string): Promise<Omit<QuietState, 'deliveries'>> {
   const { rows } = await db.query(`SELECT
       (SELECT count(*) FROM booking WHERE status = 'HOLD')::int AS holds,
       (SELECT count(*) FROM refund WHERE status = 'PENDING')::int AS "pendingRefunds",
       (SELECT count(*) FROM outbox WHERE published_at IS NULL)::int AS unpublished,
       (SELECT count(*) FROM notification WHERE sent_at IS NULL)::int AS "unsentNotifications",
       (SELECT count(*) FROM intent_cancellation WHERE done_at IS NULL)::int AS "openIntentCancellations"`);
-  const idle = (await (await fetch(`${t.pspUrl}/sandbox/idle`)).json()) as { pending: number };
-  return { ...(rows[0] as Omit<QuietState, 'providerPending' | 'deliveries'>), providerPending: idle.pending, deliveries: t.receiver.deliveries() };
+  const idle = (await (await fetch(`${pspUrl}/sandbox/idle`)).json()) as { pending: number };
+  return { ...(rows[0] as Omit<QuietState, 'providerPending' | 'deliveries'>), providerPending: idle.pending };
 }
+
+const snapshot = async (db: pg.Pool, t: Topology): Promise<QuietState> => ({ ...await owedState(db, t.pspUrl), deliveries: t.receiver.deliveries() });
 
 /** Waits up to `timeoutMs` for quiet (steady for 3 s); returns whether it came and the last state seen. */
 export async function waitForQuiet(t: Topology, timeoutMs: number, log: (line: string) => void): Promise<{ quiet: boolean; state: QuietState; waitedMs: number }> {

@@ -5,20 +5,28 @@ import type { Invariant } from './types.js';
 
 const CONSUME_TIMEOUT_MS = 60_000;
 
+/** A message as readTopicsToEnd hands it over: where it is and its `event-id` header. */
+export interface ReadMessage {
+  topic: string;
+  partition: number;
+  offset: bigint;
+  eventId: string | undefined;
+}
+
 /**
- * Reads every message of `topics` from the beginning with a fresh consumer group (deleted afterwards), up to the
- * high watermarks taken first; returns the `event-id` headers seen.
+ * Reads every message of `topics` (those that exist) from the beginning with a fresh consumer group (deleted
+ * afterwards), up to the high watermarks taken first, handing each to `onMessage`. Throws when a partition could
+ * not be read to its end in `timeoutMs`.
  */
-async function eventIdsIn(brokers: string[], topics: string[]): Promise<Set<string>> {
-  const kafka = new Kafka({ clientId: 'check-invariants', brokers, logLevel: logLevel.NOTHING, retry: { retries: 3 } });
+export async function readTopicsToEnd(
+  kafka: Kafka, topics: readonly string[], timeoutMs: number, onMessage: (m: ReadMessage) => void,
+): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
-  const seen = new Set<string>();
-  const groupId = `check-invariants-${randomUUID()}`;
+  const groupId = `read-to-end-${randomUUID()}`;
   try {
     const existing = new Set(await admin.listTopics());
     const present = topics.filter((t) => existing.has(t));
-    if (present.length === 0) return seen;
     /** partition key → last offset to read (high watermark − 1) */
     const remaining = new Map<string, bigint>();
     for (const t of present) {
@@ -26,7 +34,7 @@ async function eventIdsIn(brokers: string[], topics: string[]): Promise<Set<stri
         if (BigInt(p.high) > BigInt(p.low)) remaining.set(`${t}/${p.partition}`, BigInt(p.high) - 1n);
       }
     }
-    if (remaining.size === 0) return seen;
+    if (remaining.size === 0) return;
     const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200 });
     await consumer.connect();
     try {
@@ -37,17 +45,18 @@ async function eventIdsIn(brokers: string[], topics: string[]): Promise<Set<stri
         autoCommit: false,
         eachMessage: async ({ topic, partition, message }) => {
           const id = message.headers?.['event-id'];
-          if (id !== undefined) seen.add(String(id));
+          const offset = BigInt(message.offset);
+          onMessage({ topic, partition, offset, eventId: id === undefined ? undefined : String(id) });
           const key = `${topic}/${partition}`;
           const last = remaining.get(key);
-          if (last !== undefined && BigInt(message.offset) >= last) remaining.delete(key);
+          if (last !== undefined && offset >= last) remaining.delete(key);
           if (remaining.size === 0) done();
         },
       });
-      const timer = setTimeout(done, CONSUME_TIMEOUT_MS);
+      const timer = setTimeout(done, timeoutMs);
       await finished;
       clearTimeout(timer);
-      if (remaining.size > 0) throw new Error(`could not read ${[...remaining.keys()].join(', ')} to the end in ${CONSUME_TIMEOUT_MS / 1000} s`);
+      if (remaining.size > 0) throw new Error(`could not read ${[...remaining.keys()].join(', ')} to the end in ${timeoutMs / 1000} s`);
     } finally {
       await consumer.disconnect();
     }
@@ -55,6 +64,15 @@ async function eventIdsIn(brokers: string[], topics: string[]): Promise<Set<stri
     await admin.deleteGroups([groupId]).catch(() => undefined);
     await admin.disconnect();
   }
+}
+
+/** The `event-id` headers of every message of `topics`. */
+async function eventIdsIn(brokers: string[], topics: string[]): Promise<Set<string>> {
+  const kafka = new Kafka({ clientId: 'check-invariants', brokers, logLevel: logLevel.NOTHING, retry: { retries: 3 } });
+  const seen = new Set<string>();
+  await readTopicsToEnd(kafka, topics, CONSUME_TIMEOUT_MS, (m) => {
+    if (m.eventId !== undefined) seen.add(m.eventId);
+  });
   return seen;
 }
 

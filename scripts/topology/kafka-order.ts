@@ -2,10 +2,10 @@
 // topic (fresh consumer group, from the beginning, up to the high watermarks taken first), and for each booking
 // (message key) its events of one topic have increasing offsets in outbox order, and no event of a booking was
 // published in an earlier batch than an older one (published_at). Used by the topology test and bench:topology.
-import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import pg from 'pg';
 import { topicName } from '../../shared/events/topics.js';
+import { readTopicsToEnd } from '../invariants/outbox-kafka.js';
 
 export interface KafkaOrderResult {
   events: number;
@@ -24,45 +24,11 @@ export async function verifyKafkaOrder(databaseUrl: string, brokers: string[], p
     await client.end();
   }
   const kafka = new Kafka({ clientId: 'kafka-order', brokers, logLevel: logLevel.NOTHING, retry: { retries: 5 } });
-  const admin = kafka.admin();
-  await admin.connect();
   const seen = new Map<string, { topic: string; offset: bigint }>();
-  const groupId = `kafka-order-${randomUUID()}`;
-  try {
-    const existing = new Set(await admin.listTopics());
-    const topics = [...new Set(rows.map((r) => topicName(prefix, r.topic)))].filter((t) => existing.has(t));
-    const remaining = new Map<string, bigint>();
-    for (const t of topics) for (const p of await admin.fetchTopicOffsets(t)) if (BigInt(p.high) > BigInt(p.low)) remaining.set(`${t}/${p.partition}`, BigInt(p.high) - 1n);
-    if (remaining.size > 0) {
-      const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 200 });
-      await consumer.connect();
-      try {
-        await consumer.subscribe({ topics, fromBeginning: true });
-        let done!: () => void;
-        const finished = new Promise<void>((r) => (done = r));
-        await consumer.run({
-          autoCommit: false,
-          eachMessage: async ({ topic, partition, message }) => {
-            const id = message.headers?.['event-id'];
-            if (id !== undefined && !seen.has(String(id))) seen.set(String(id), { topic, offset: BigInt(message.offset) });
-            const k = `${topic}/${partition}`;
-            const last = remaining.get(k);
-            if (last !== undefined && BigInt(message.offset) >= last) remaining.delete(k);
-            if (remaining.size === 0) done();
-          },
-        });
-        const timer = setTimeout(done, timeoutMs);
-        await finished;
-        clearTimeout(timer);
-        if (remaining.size > 0) throw new Error(`could not read ${[...remaining.keys()].join(', ')} to the end in ${timeoutMs / 1000} s`);
-      } finally {
-        await consumer.disconnect();
-      }
-    }
-  } finally {
-    await admin.deleteGroups([groupId]).catch(() => undefined);
-    await admin.disconnect();
-  }
+  const topics = [...new Set(rows.map((r) => topicName(prefix, r.topic)))];
+  await readTopicsToEnd(kafka, topics, timeoutMs, ({ topic, offset, eventId }) => {
+    if (eventId !== undefined && !seen.has(eventId)) seen.set(eventId, { topic, offset });
+  });
   const lost = rows.filter((r) => !seen.has(r.eventId)).map((r) => `event ${r.eventId} (${r.topic}, booking ${r.key}): ${r.publishedAt ? 'published, not in Kafka' : 'never published'}`);
   const byKey = new Map<string, typeof rows>();
   for (const r of rows) byKey.set(r.key, [...(byKey.get(r.key) ?? []), r]);

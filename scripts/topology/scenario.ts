@@ -7,6 +7,7 @@ import { verifyKafkaOrder, type KafkaOrderResult } from './kafka-order.js';
 import { createCars, runLoad, type Samples } from './load.js';
 import { rollingRestart } from './apis.js';
 import type { Topology } from './topology.js';
+import { owedState } from '../chaos/quiet.js';
 
 export type FaultKind = 'redis-master' | 'kafka-broker' | 'api' | 'replica';
 export const FAULT_KINDS: FaultKind[] = ['redis-master', 'kafka-broker', 'api', 'replica'];
@@ -43,17 +44,6 @@ export interface ScenarioResult {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function quietState(db: pg.Pool, pspUrl: string): Promise<Record<string, number>> {
-  const { rows } = await db.query(`SELECT
-      (SELECT count(*) FROM booking WHERE status = 'HOLD')::int AS holds,
-      (SELECT count(*) FROM refund WHERE status = 'PENDING')::int AS "pendingRefunds",
-      (SELECT count(*) FROM outbox WHERE published_at IS NULL)::int AS unpublished,
-      (SELECT count(*) FROM notification WHERE sent_at IS NULL)::int AS "unsentNotifications",
-      (SELECT count(*) FROM intent_cancellation WHERE done_at IS NULL)::int AS "openIntentCancellations"`);
-  const idle = (await (await fetch(`${pspUrl}/sandbox/idle`)).json()) as { pending: number };
-  return { ...rows[0], providerPending: idle.pending };
-}
 
 export async function runScenario(t: Topology, o: {
   cars: number; holdRate: number; searchRate: number; seconds: number; faults: FaultPlan[]; log: (m: string) => void;
@@ -128,7 +118,7 @@ export async function runScenario(t: Topology, o: {
   let expiryLateness: number[] = [];
   try {
     while ((Date.now() - q0) / 1000 < (o.quietTimeoutS ?? Number(env.HOLD_TTL_S ?? 900) + Number(env.PAYMENT_GRACE_S ?? 600) + 60)) {
-      state = await quietState(db, env.PSP_URL!).catch(() => state);
+      state = await owedState(db, env.PSP_URL!).catch(() => state);
       const done = Object.keys(state).length > 0 && Object.values(state).every((v) => v === 0);
       steady = done ? steady || Date.now() : 0;
       if (steady && Date.now() - steady >= 3000) {

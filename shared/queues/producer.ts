@@ -6,6 +6,7 @@ import { jobsEnqueueFailed } from '../metrics/work.js';
 import { logger } from '../logger.js';
 import { closeRedis, redisClient, type RedisClient, type RedisRole } from '../redis.js';
 import { QUEUES, jobOptions } from './registry.js';
+import { KeptAdds } from './kept-adds.js';
 
 // The producer side of the queues: what a process adds right after the commit that owes the work. It fails fast:
 // a client without an offline queue and with a short command timeout, checked for readiness before each add, and
@@ -77,26 +78,13 @@ export function openProducers(
     lastWarnAt = Date.now();
     logger.warn({ queue: kind, err: String(err), kept: retry.size }, 'job add failed; kept to be added again');
   };
-  /** Failed adds by job id, oldest first (a Map keeps insertion order). */
-  const retry = new Map<string, { kind: ObligationKind; job: BullJob }>();
-  const keep = (kind: ObligationKind, jobs: readonly BullJob[]) => {
-    for (const job of jobs) retry.set(job.opts.jobId, { kind, job });
-    for (const id of retry.keys()) {
-      if (retry.size <= RETRY_CAP) break;
-      retry.delete(id);
-    }
-  };
+  const retry = new KeptAdds<ObligationKind, BullJob>(RETRY_CAP);
+  const keep = (kind: ObligationKind, jobs: readonly BullJob[]) => retry.keep(kind, jobs.map((job) => ({ id: job.opts.jobId, job })));
   /** Adds the kept jobs again, a page per kind, with their delay counted from now; failures stay kept. */
   async function addAgain(): Promise<void> {
     if (retry.size === 0 || !ready()) return;
-    const byKind = new Map<ObligationKind, BullJob[]>();
-    for (const [id, { kind, job }] of retry) {
-      const page = byKind.get(kind) ?? [];
-      if (page.length >= RETRY_PAGE) continue;
-      byKind.set(kind, [...page, { ...job, opts: { ...job.opts, delay: Math.max(0, job.data.dueAt - Date.now()) } }]);
-      retry.delete(id);
-    }
-    await Promise.all([...byKind].map(async ([kind, jobs]) => {
+    await Promise.all([...retry.take(RETRY_PAGE)].map(async ([kind, page]) => {
+      const jobs = page.map((job) => ({ ...job, opts: { ...job.opts, delay: Math.max(0, job.data.dueAt - Date.now()) } }));
       await queues[kind].addBulk(jobs).catch((err) => {
         noteFailure(kind, err);
         keep(kind, jobs);
