@@ -49,26 +49,33 @@ export async function retryIntentCancellation(
   return releaseLease(db, LEASED.intentCancellation, [c.bookingId], c.leaseToken, a);
 }
 
-/** An intent create /pay sent that the provider never answered: its Idempotency-Key and body (migration 025). */
-export interface UnansweredIntentCreate {
+/** An intent create /pay sends: its Idempotency-Key and body (migration 025). */
+export interface IntentCreate {
   idempotencyKey: string;
   amount: number;
   currency: string;
 }
 
-/** Records an unanswered create (once per key), committed on its own: the provider may carry it out later. */
-export async function recordUnansweredIntentCreate(db: CommonQueryMethods, bookingId: number, c: UnansweredIntentCreate): Promise<void> {
+/** Writes the create before it is sent (once per key), committed on its own. */
+export async function recordIntentCreate(db: CommonQueryMethods, bookingId: number, c: IntentCreate): Promise<void> {
   await db.query(sql.typeAlias('void')`
-    INSERT INTO intent_create_unanswered (booking_id, idempotency_key, amount, currency)
+    INSERT INTO intent_create (booking_id, idempotency_key, amount, currency)
     VALUES (${bookingId}, ${c.idempotencyKey}, ${c.amount}, ${c.currency})
     ON CONFLICT (booking_id, idempotency_key) DO NOTHING`);
 }
 
-const unansweredRow = z.object({ idempotencyKey: z.string(), amount: z.number(), currency: z.string() });
+/** The provider answered the create with `intentId` (or, `intentId` null, refused it: nothing was made). */
+export async function answerIntentCreate(db: CommonQueryMethods, bookingId: number, idempotencyKey: string, intentId: string | null): Promise<void> {
+  await db.query(sql.typeAlias('void')`
+    UPDATE intent_create SET answered_at = now(), intent_id = ${intentId}
+    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey} AND answered_at IS NULL`);
+}
 
-/** The booking's unanswered intent creates, oldest first. */
-export async function unansweredIntentCreates(db: CommonQueryMethods, bookingId: number): Promise<readonly UnansweredIntentCreate[]> {
-  return db.any(sql.type(unansweredRow)`
+const createRow = z.object({ idempotencyKey: z.string(), amount: z.number(), currency: z.string() });
+
+/** The booking's creates the provider has not answered yet, oldest first. */
+export async function unansweredIntentCreates(db: CommonQueryMethods, bookingId: number): Promise<readonly IntentCreate[]> {
+  return db.any(sql.type(createRow)`
     SELECT idempotency_key AS "idempotencyKey", amount, currency
-    FROM intent_create_unanswered WHERE booking_id = ${bookingId} ORDER BY created_at, idempotency_key`);
+    FROM intent_create WHERE booking_id = ${bookingId} AND answered_at IS NULL ORDER BY created_at, idempotency_key`);
 }

@@ -3,8 +3,8 @@ import { backoffMs } from '../domain/backoff.js';
 import { inWords, type JobOutcome } from '../domain/jobs.js';
 import { findBooking } from '../db/bookings.js';
 import {
-  claimIntentCancellation, completeIntentCancellation, intentCancellationLeaseState, retryIntentCancellation, unansweredIntentCreates,
-  type IntentCancellationClaim,
+  answerIntentCreate, claimIntentCancellation, completeIntentCancellation, intentCancellationLeaseState, retryIntentCancellation,
+  unansweredIntentCreates, type IntentCancellationClaim,
 } from '../db/intent-cancellations.js';
 import { ProviderRejectedError, type PaymentIntent } from '../psp/client.js';
 import { QUEUES } from '../queues/registry.js';
@@ -39,34 +39,20 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
   let refunded = 0;
   try {
     if (b) {
-      const listed = [...await deps.psp.listPaymentIntents(String(b.id))];
+      const listed = await deps.psp.listPaymentIntents(String(b.id));
       const ids = new Set(listed.map((i) => i.id));
-      // The creates /pay sent and the provider never answered, sent again: the intent the provider made, or one made
-      // now (a late original then gets it back), joins the list. Not the current deposit's of a HOLD: that one may
-      // still be paid.
-      const current = b.status === 'HOLD' ? depositIntentKey(b.id, b.depositVersion) : null;
-      const replayed = new Set<string>();
-      for (const c of await unansweredIntentCreates(deps.db, b.id)) {
-        if (c.idempotencyKey === current) continue;
-        const intent = await deps.psp.createPaymentIntent({ amount: c.amount, currency: c.currency, reference: String(b.id) }, c.idempotencyKey);
-        replayed.add(intent.id);
-        if (!ids.has(intent.id)) {
-          ids.add(intent.id);
-          listed.push(intent);
-        }
-      }
       const toCancel: (PaymentIntent | string)[] = [];
       if (b.status === 'HOLD') {
         // A HOLD whose deposit a change replaced: its superseded intents (and any listed intent that cannot pay the
         // current deposit) go; the intent of the current deposit stays payable.
         const superseded = await supersededIntents(deps.db, b.id);
-        toCancel.push(...listed.filter((i) => superseded.has(i.id) || replayed.has(i.id) || i.amount !== b.depositAmount || !sameCurrency(i.currency, b.currency)));
+        toCancel.push(...listed.filter((i) => superseded.has(i.id) || i.amount !== b.depositAmount || !sameCurrency(i.currency, b.currency)));
         toCancel.push(...[...superseded].filter((id) => !ids.has(id)));
       } else {
         toCancel.push(...listed);
         if (b.paymentIntentId && !ids.has(b.paymentIntentId)) toCancel.push(b.paymentIntentId);
       }
-      for (const item of toCancel) {
+      const settle = async (item: PaymentIntent | string) => {
         const answer = await cancelOne(deps, item);
         if (answer?.status === 'canceled') cancelled++;
         if (answer?.status === 'succeeded') {
@@ -76,7 +62,31 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
           });
           if (outcome === 'refunded') refunded++;
         }
+      };
+      for (const item of toCancel) await settle(item);
+      const settled = new Set(toCancel.map((i) => (typeof i === 'string' ? i : i.id)));
+      // Then the creates /pay sent that the provider never answered, each sent again: the intent the provider made,
+      // or one made now (a late original then gets it back), is cancelled, and the create is answered. Not the
+      // current deposit's create of a HOLD: that intent may still be paid. One that fails does not hold up the rest;
+      // the attempt is retried after them.
+      const current = b.status === 'HOLD' ? depositIntentKey(b.id, b.depositVersion) : null;
+      let replayFailure: unknown = null;
+      for (const c of await unansweredIntentCreates(deps.db, b.id)) {
+        if (c.idempotencyKey === current) continue;
+        try {
+          const intent = await deps.psp.createPaymentIntent({ amount: c.amount, currency: c.currency, reference: String(b.id) }, c.idempotencyKey);
+          if (!settled.has(intent.id)) await settle(intent);
+          await answerIntentCreate(deps.db, b.id, c.idempotencyKey, intent.id);
+        } catch (e) {
+          // Refused (4xx): nothing was made with that key. A 409 (the key in flight) or a 429 is no answer yet.
+          if (e instanceof ProviderRejectedError && e.status !== 409 && e.status !== 429) {
+            await answerIntentCreate(deps.db, b.id, c.idempotencyKey, null);
+          } else {
+            replayFailure ??= e;
+          }
+        }
       }
+      if (replayFailure) throw replayFailure;
     }
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);

@@ -8,7 +8,7 @@ import { findRefundForWebhook } from '../db/refunds.js';
 import { isOwner, type Booking } from '../domain/booking.js';
 import { depositIntentKey } from '../domain/changes.js';
 import { supersedeIntent } from '../db/changes.js';
-import { recordUnansweredIntentCreate, type UnansweredIntentCreate } from '../db/intent-cancellations.js';
+import { answerIntentCreate, recordIntentCreate, type IntentCreate } from '../db/intent-cancellations.js';
 import { ProviderRejectedError, ProviderUnreachableError, type PaymentIntent } from '../psp/client.js';
 import { applyPaymentSuccess, bookingIdOf, type PaymentOutcome, type PaymentSuccess } from './effects/payments.js';
 import { reopenIntentCancellation } from './effects/intents.js';
@@ -34,13 +34,15 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
     }
     const intent = await createIntent(deps, b);
     if ('inDoubt' in intent) {
-      // The provider never answered, or failed on its side: it may still create this intent, later. Recorded, so that the booking's intent
-      // cancellation sends the same create again and cancels what it gets; and when the booking has left HOLD
-      // meanwhile, its cancellation (which may have settled already) is owed again.
-      const unanswered = b;
-      await recordUnansweredIntentCreate(deps.db, unanswered.id, unansweredCreateOf(unanswered));
-      const current = await findBooking(deps.db, unanswered.id);
-      if (current && current.status !== 'HOLD') await transact(deps, (tx) => reopenIntentCancellation(tx, unanswered.id, deps.clock.now()));
+      // The provider never answered: it may still create this intent, later. Its create was recorded before it was
+      // sent, so the booking's intent cancellation sends it again and cancels what it gets; and when the booking
+      // has left HOLD, or a change replaced its deposit meanwhile, that cancellation (which may have run and
+      // settled already) is owed again.
+      const asked = b;
+      const current = await findBooking(deps.db, asked.id);
+      if (!current || current.status !== 'HOLD' || current.depositVersion !== asked.depositVersion) {
+        await transact(deps, (tx) => reopenIntentCancellation(tx, asked.id, deps.clock.now()));
+      }
       throw new DomainError('UNAVAILABLE', intent.inDoubt);
     }
     const saved = await savePaymentIntent(deps.db, b.id, intent.id, b.depositVersion);
@@ -66,21 +68,26 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
 }
 
 /** The create /pay sends for the booking's current deposit: its Idempotency-Key and body. */
-const unansweredCreateOf = (b: Booking): UnansweredIntentCreate =>
+const intentCreateOf = (b: Booking): IntentCreate =>
   ({ idempotencyKey: depositIntentKey(b.id, b.depositVersion), amount: b.depositAmount, currency: b.currency });
 
 /**
  * The intent of the booking's current deposit, or `inDoubt` (the message for the customer) when the provider may
- * have created it without saying so: no answer (a timeout, a reset, an unreadable answer), or a 5xx.
+ * have created it without saying so (no answer: a timeout, a reset, a 5xx, an unreadable answer). The create is
+ * written down before it is sent (a crash in between leaves it unanswered) and its answer after.
  */
 async function createIntent(deps: Deps, b: Booking): Promise<PaymentIntent | { inDoubt: string }> {
-  const { idempotencyKey, amount, currency } = unansweredCreateOf(b);
+  const create = intentCreateOf(b);
+  await recordIntentCreate(deps.db, b.id, create);
   try {
-    return await deps.psp.createPaymentIntent({ amount, currency, reference: String(b.id) }, idempotencyKey);
+    const intent = await deps.psp.createPaymentIntent({ amount: create.amount, currency: create.currency, reference: String(b.id) }, create.idempotencyKey);
+    await answerIntentCreate(deps.db, b.id, create.idempotencyKey, intent.id);
+    return intent;
   } catch (e) {
     if (e instanceof ProviderUnreachableError) return { inDoubt: 'the payment provider did not answer; try again' };
-    if (e instanceof ProviderRejectedError && e.status >= 500) return { inDoubt: 'the payment provider failed to create the payment; try again' };
     if (e instanceof ProviderRejectedError) {
+      // Refused: nothing was made. Not a 409: the same key is in flight in another request, whose answer counts.
+      if (e.status !== 409) await answerIntentCreate(deps.db, b.id, create.idempotencyKey, null);
       throw new DomainError('UNAVAILABLE', 'the payment provider refused to create the payment');
     }
     throw e;

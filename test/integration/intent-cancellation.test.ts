@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { waitFor } from '../helpers/http.js';
+import { sleep, waitFor } from '../helpers/http.js';
 import { count, drained, statusOf } from '../helpers/bookings.js';
 import { holdCar, requestPay, type Hold } from '../helpers/cars.js';
 import { sandbox } from '../helpers/sandbox.js';
@@ -157,7 +157,10 @@ describe('an intent created while its booking leaves HOLD', () => {
     await waitFor(async () => (await q.sql(`SELECT pay_requested_at FROM booking WHERE id = $1`, [b.id])).rows[0].pay_requested_at, 5_000, 10);
     const cancelled = await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} });
     expect(cancelled.status, cancelled.text).toBe(200);
-    // The cancellation runs before the intent exists: the provider lists none for the booking.
+    // The cancellation runs before the intent exists: the provider lists none for the booking, and no create of it
+    // is on record (as when an API of the version before sent it, which wrote none down).
+    await waitFor(async () => (await count(q, `SELECT 1 FROM intent_create WHERE booking_id = $1`, [b.id])) === 1, 5_000, 10);
+    await q.sql(`DELETE FROM intent_create WHERE booking_id = $1`, [b.id]);
     const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
     expect(claim?.bookingId).toBe(b.id);
     const nothingYet = Object.create(q.deps.psp) as PspClient;
@@ -177,30 +180,49 @@ describe('an intent created while its booking leaves HOLD', () => {
     expect(intents.map((i) => i.status)).toEqual(['canceled']);
   });
 
-  it("/pay's create is never answered while the booking is cancelled: 503, the obligation re-opens, and the intent the provider makes late is cancelled", async () => {
+  it("/pay's create is never answered while the booking is cancelled: 503, and the intent the provider makes late is cancelled", async () => {
     const b = await holdCar(q);
-    // Every attempt of /pay's create hangs past the client's timeout; the provider carries each out 6 s later.
-    await sandbox(q).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 10, hangMs: 6_000 });
+    // Each of /pay's 3 attempts at the create hangs past the client's timeout; the provider carries each out 15 s
+    // after it came, long after /pay has given up (its attempts take about 6 s).
+    const HANG_MS = 15_000;
+    await sandbox(q).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 3, hangMs: HANG_MS });
+    const sentAt = Date.now();
     const pay = q.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
     await waitFor(async () => (await q.sql(`SELECT pay_requested_at FROM booking WHERE id = $1`, [b.id])).rows[0].pay_requested_at, 5_000, 10);
     expect((await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
-    // The cancellation runs while the create is unanswered: the provider has no intent of the booking yet.
-    const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
-    expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'done', cancelled: 0, refunded: 0 });
-
     const r = await pay;
     expect(r.status, r.text).toBe(503);
-    expect((await q.sql(`SELECT idempotency_key, amount::int FROM intent_create_unanswered WHERE booking_id = $1`, [b.id])).rows)
-      .toEqual([{ idempotency_key: `deposit-${b.id}`, amount: b.deposit }]);
-    expect((await q.sql(`SELECT done_at, job_gen FROM intent_cancellation WHERE booking_id = $1`, [b.id])).rows[0]).toEqual({ done_at: null, job_gen: 1 });
+    // Written before it was sent, never answered; the booking's intents are owed a cancellation.
+    expect((await q.sql(`SELECT idempotency_key, amount::int, answered_at FROM intent_create WHERE booking_id = $1`, [b.id])).rows)
+      .toEqual([{ idempotency_key: `deposit-${b.id}`, amount: b.deposit, answered_at: null }]);
+    expect((await q.sql(`SELECT done_at FROM intent_cancellation WHERE booking_id = $1`, [b.id])).rows[0]).toEqual({ done_at: null });
 
-    // The next attempt sends the create again with its key (the provider makes the intent now) and cancels it.
-    await sandbox(q).resetFaults();
-    const reclaim = await claimIntentCancellation(q.deps.db, b.id, 1, 30_000);
-    expect(await cancelIntentsOf(q.deps, reclaim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
-    // The hung originals land afterwards and get that intent back: one intent, cancelled.
-    await sandbox(q).idle();
+    // The cancellation runs before any original has landed: the provider lists no intent, and the create sent again
+    // with its key makes the intent now, which is cancelled.
+    expect((await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id))).toEqual([]);
+    const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
+    expect(Date.now() - sentAt).toBeLessThan(HANG_MS);
+    const [{ intent_id: intentId, answered_at: answeredAt }] = (await q.sql(`SELECT intent_id, answered_at FROM intent_create WHERE booking_id = $1`, [b.id])).rows;
+    expect(intentId).toBeTruthy();
+    expect(answeredAt).toBeTruthy();
+    // The hung originals land afterwards (the last one was sent about 6 s in) and get that intent back.
+    await sleep(HANG_MS + 8_000 - (Date.now() - sentAt));
     const intents = (await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id));
-    expect(intents.map((i) => i.status)).toEqual(['canceled']);
-  }, 30_000);
+    expect(intents.map((i) => [i.id, i.status])).toEqual([[intentId, 'canceled']]);
+  }, 45_000);
+
+  it('a replayed create the provider refuses (4xx) does not hold up the cancellation of the listed intents', async () => {
+    const b = await holdCar(q);
+    const listedIntent = await requestPay(q, b);
+    // A second create on record that the provider never answered (say, for an older deposit), which it now refuses.
+    await q.sql(`INSERT INTO intent_create (booking_id, idempotency_key, amount, currency) VALUES ($1, 'deposit-x', 1, 'VND')`, [b.id]);
+    expect((await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
+    await sandbox(q).post('/faults/answers', { endpoint: 'intents.create', answer: 400, times: 1 });
+    const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
+    expect((await sandbox(q).intent(listedIntent)).status).toBe('canceled');
+    expect((await q.sql(`SELECT idempotency_key, intent_id FROM intent_create WHERE booking_id = $1 AND answered_at IS NOT NULL ORDER BY idempotency_key COLLATE "C"`, [b.id])).rows)
+      .toEqual([{ idempotency_key: `deposit-${b.id}`, intent_id: listedIntent }, { idempotency_key: 'deposit-x', intent_id: null }]);
+  });
 });
