@@ -8,6 +8,7 @@ import { JOB_HANDLERS, type JobHandler } from '../../shared/usecases/jobs.js';
 import { traceparentFor, withCorrelation, type Correlation } from '../../shared/correlation.js';
 import { jobDuration, jobFailures } from '../../shared/metrics/work.js';
 import { closeRedis, redisClient } from '../../shared/redis.js';
+import { withTimeout } from '../../shared/async.js';
 import { providerGate } from '../../shared/queues/provider-gate.js';
 import type { WorkerActivity } from './worker-watchdog.js';
 
@@ -55,11 +56,11 @@ export function startJobWorker<K extends JobKind>(kind: K, deps: Deps, o: JobWor
   const jobDeps: Deps = gate ? { ...deps, psp: deps.psp.gated(() => gate.take()) } : deps;
 
   async function attempt(job: Job, token: string | undefined): Promise<string> {
-    o.activity?.touch();
+    o.activity?.started();
     try {
       return await attemptOnce(job, token);
     } finally {
-      o.activity?.touch();
+      o.activity?.finished();
     }
   }
 
@@ -120,5 +121,20 @@ export function startJobWorker<K extends JobKind>(kind: K, deps: Deps, o: JobWor
   });
   worker.on('error', (err) => logger.error({ queue: kind, err: err.message }, 'worker error'));
   worker.on('closed', () => closeRedis(connection));
+  stuckClosers.set(worker, async (ms) => {
+    // Force: the jobs in flight are abandoned (their locks lapse and they are retried). A close that hangs on the
+    // stuck connection is cut short: the worker's sockets and this connection are dropped.
+    await withTimeout(worker.close(true), ms, 'closing a stuck worker').catch(async () => {
+      await worker.disconnect().catch(() => {});
+      closeRedis(connection);
+    });
+  });
   return worker;
+}
+
+const stuckClosers = new WeakMap<Worker, (ms: number) => Promise<void>>();
+
+/** Closes a worker the watchdog found stuck, within `ms` however its connections behave. */
+export async function closeStuckWorker(worker: Worker, ms: number): Promise<void> {
+  await (stuckClosers.get(worker)?.(ms) ?? worker.close(true));
 }

@@ -4,10 +4,10 @@ import { closeDeps, createDeps, type ProcessDeps } from '../../shared/runtime.js
 import { runProcess } from '../../shared/process.js';
 import { kindsOf, type WorkerProcess } from '../../shared/queues/registry.js';
 import type { JobKind } from '../../shared/domain/jobs.js';
-import { startJobWorker } from './job-worker.js';
+import { closeStuckWorker, startJobWorker } from './job-worker.js';
+import { QUEUES } from '../../shared/queues/registry.js';
 import { startReconciler, type ReconcilerLoops } from './reconciler-loop.js';
 import { watchWorker, WorkerActivity, type WatchdogOptions } from './worker-watchdog.js';
-import { withTimeout } from '../../shared/async.js';
 import { logger } from '../../shared/logger.js';
 import { workerRestarts } from '../../shared/metrics/work.js';
 
@@ -28,23 +28,27 @@ const STUCK_CLOSE_MS = 5_000;
  */
 export function startWork(deps: ProcessDeps, kinds: readonly JobKind[], watchdog: WatchdogOptions = {}): RunningWork {
   const workers: Worker[] = [];
+  const restarting = new Set<Promise<void>>();
   let stopping = false;
   const reconciler = startReconciler(deps, kinds);
   const unwatch = kinds.map((kind, i) => {
-    let activity = new WorkerActivity();
+    const concurrency = QUEUES[kind].concurrency;
+    let activity = new WorkerActivity(concurrency);
     workers[i] = startJobWorker(kind, deps, { activity });
     // Read on the process's producer connection (else the reconciler's): not the worker's, which may be the stuck part.
     return watchWorker({
       ...watchdog, queue: (deps.producers ?? reconciler.store.producers).queues[kind], activity: () => activity,
       async restart(why) {
         const stuck = workers[i]!;
-        // Only a worker that believes it is running: one closed or paused on purpose (a test, a shutdown) stays so.
-        if (stopping || !stuck.isRunning() || stuck.isPaused()) return;
+        // Not one closed or paused on purpose (a test, a shutdown). One whose run loop ended on an error is stuck too.
+        if (stopping || stuck.closing || stuck.isPaused()) return;
         logger.warn({ queue: kind, why }, 'worker replaced: it took no job while its queue had jobs ready');
         workerRestarts.inc({ queue: kind });
-        activity = new WorkerActivity();
+        activity = new WorkerActivity(concurrency);
         workers[i] = startJobWorker(kind, deps, { activity });
-        await withTimeout(stuck.close(true), STUCK_CLOSE_MS, 'closing a stuck worker').catch(() => stuck.disconnect().catch(() => {}));
+        const closing = closeStuckWorker(stuck, STUCK_CLOSE_MS);
+        restarting.add(closing);
+        await closing.finally(() => restarting.delete(closing));
       },
     });
   });
@@ -53,6 +57,7 @@ export function startWork(deps: ProcessDeps, kinds: readonly JobKind[], watchdog
     async stop() {
       stopping = true;
       for (const stop of unwatch) stop();
+      await Promise.all(restarting);
       await reconciler.stop();
       await Promise.all(workers.map((w) => w.close()));
     },

@@ -14,8 +14,18 @@ export class WorkerActivity {
   lastAt = Date.now();
   /** Until when the handler paused the queue itself (a provider 429): no job starts then, by design. */
   pausedUntil = 0;
+  /** Processors running now: with every slot taken the worker is busy, not stuck (a long purge, say). */
+  inFlight = 0;
 
-  touch(): void {
+  constructor(readonly concurrency: number) {}
+
+  started(): void {
+    this.inFlight++;
+    this.lastAt = Date.now();
+  }
+
+  finished(): void {
+    this.inFlight--;
     this.lastAt = Date.now();
   }
 
@@ -37,8 +47,9 @@ const READ_TIMEOUT_MS = 5_000;
 
 /**
  * Every `checkMs`: when the queue has had jobs ready (waiting, prioritised, or delayed past due) for `stallMs`,
- * it is neither paused (bull-board) nor rate limited, and the worker started and finished no job all that time,
- * `restart()` replaces the worker. Returns the stop function.
+ * it is neither paused (bull-board) nor rate limited, and the worker, with a slot free, started and finished no
+ * job all that time, `restart()` replaces the worker. (A healthy worker with a free slot takes a ready job within
+ * milliseconds.) Returns the stop function.
  */
 export function watchWorker(o: {
   queue: Queue;
@@ -64,13 +75,13 @@ export function watchWorker(o: {
     const now = Date.now();
     const a = o.activity();
     const idleSince = Math.max(a.lastAt, a.pausedUntil);
-    if (now - idleSince < checkMs) {
+    if (now - idleSince < checkMs || a.inFlight >= a.concurrency) {
       suspectSince = null;
       return;
     }
-    // Unreadable (Redis down, a slow answer): nothing learnt, the suspicion stands as it is.
+    // Unreadable (Redis down, a slow answer): suspicion starts over once the queue answers again (the worker may be
+    // reconnecting too).
     const ready = await readyJobs(now).catch(() => undefined);
-    if (ready === undefined) return;
     if (!ready) {
       suspectSince = null;
       return;
