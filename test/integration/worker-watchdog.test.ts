@@ -7,6 +7,7 @@ import { sandbox } from '../helpers/sandbox.js';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { startWork, type RunningWork } from '../../workers/lib/worker-process.js';
 import { workerRestarts } from '../../shared/metrics/work.js';
+import { watchWorker, WorkerActivity } from '../../workers/lib/worker-watchdog.js';
 
 // A BullMQ worker that stays up but takes no job while its queue fills (seen after a Redis Cluster failover) is
 // replaced by the watchdog (workers/lib/worker-watchdog.ts). The worker here reaches Redis through a proxy that
@@ -79,6 +80,26 @@ describe('worker watchdog', () => {
       expect(await restarts()).toBe(before);
     } finally {
       await h.queues.refunds.resume();
+    }
+  }, 30_000);
+
+  it('the rule, on a queue with a job ready and no worker: every slot busy is not stuck; a free slot and nothing taken is', async () => {
+    const queue = h.queues.notifications; // nothing works it in this file
+    await queue.add('notify', { eventId: 'x', channel: 'log', bookingId: 1, gen: 0, dueAt: Date.now() }, { jobId: 'watchdog-rule' });
+    const activity = new WorkerActivity();
+    activity.lastAt = 0;
+    activity.inFlight = 2; // a long job in each slot
+    const restarts: string[] = [];
+    const stop = watchWorker({ ...WATCHDOG, queue, activity: () => activity, slots: () => 2, restart: async (why) => void restarts.push(why) });
+    try {
+      await sleep(WATCHDOG.stallMs * 2);
+      expect(restarts).toEqual([]);
+      activity.inFlight = 1;
+      await waitFor(async () => restarts.length > 0, WATCHDOG.stallMs * 3, 50);
+      expect(restarts[0]).toMatch(/^\d+ jobs ready and none started or finished/);
+    } finally {
+      stop();
+      await queue.remove('watchdog-rule');
     }
   }, 30_000);
 });

@@ -5,7 +5,6 @@ import { runProcess } from '../../shared/process.js';
 import { kindsOf, type WorkerProcess } from '../../shared/queues/registry.js';
 import type { JobKind } from '../../shared/domain/jobs.js';
 import { closeStuckWorker, startJobWorker } from './job-worker.js';
-import { QUEUES } from '../../shared/queues/registry.js';
 import { startReconciler, type ReconcilerLoops } from './reconciler-loop.js';
 import { watchWorker, WorkerActivity, type WatchdogOptions } from './worker-watchdog.js';
 import { logger } from '../../shared/logger.js';
@@ -32,19 +31,19 @@ export function startWork(deps: ProcessDeps, kinds: readonly JobKind[], watchdog
   let stopping = false;
   const reconciler = startReconciler(deps, kinds);
   const unwatch = kinds.map((kind, i) => {
-    const concurrency = QUEUES[kind].concurrency;
-    let activity = new WorkerActivity(concurrency);
+    let activity = new WorkerActivity();
     workers[i] = startJobWorker(kind, deps, { activity });
     // Read on the process's producer connection (else the reconciler's): not the worker's, which may be the stuck part.
     return watchWorker({
-      ...watchdog, queue: (deps.producers ?? reconciler.store.producers).queues[kind], activity: () => activity,
+      ...watchdog, queue: (deps.producers ?? reconciler.store.producers).queues[kind],
+      activity: () => activity, slots: () => workers[i]!.concurrency,
       async restart(why) {
         const stuck = workers[i]!;
         // Not one closed or paused on purpose (a test, a shutdown). One whose run loop ended on an error is stuck too.
         if (stopping || stuck.closing || stuck.isPaused()) return;
         logger.warn({ queue: kind, why }, 'worker replaced: it took no job while its queue had jobs ready');
         workerRestarts.inc({ queue: kind });
-        activity = new WorkerActivity(concurrency);
+        activity = new WorkerActivity();
         workers[i] = startJobWorker(kind, deps, { activity });
         const closing = closeStuckWorker(stuck, STUCK_CLOSE_MS);
         restarting.add(closing);

@@ -17,8 +17,6 @@ export class WorkerActivity {
   /** Processors running now: with every slot taken the worker is busy, not stuck (a long purge, say). */
   inFlight = 0;
 
-  constructor(readonly concurrency: number) {}
-
   started(): void {
     this.inFlight++;
     this.lastAt = Date.now();
@@ -54,6 +52,8 @@ const READ_TIMEOUT_MS = 5_000;
 export function watchWorker(o: {
   queue: Queue;
   activity: () => WorkerActivity;
+  /** The worker's concurrency now. */
+  slots: () => number;
   restart: (why: string) => Promise<void>;
 } & WatchdogOptions): () => void {
   const checkMs = o.checkMs ?? 10_000;
@@ -75,7 +75,7 @@ export function watchWorker(o: {
     const now = Date.now();
     const a = o.activity();
     const idleSince = Math.max(a.lastAt, a.pausedUntil);
-    if (now - idleSince < checkMs || a.inFlight >= a.concurrency) {
+    if (now - idleSince < checkMs || a.inFlight >= o.slots()) {
       suspectSince = null;
       return;
     }
