@@ -43,7 +43,11 @@ export const MUTATIONS: Mutation[] = [
     name: 'a flush of the wrong Redis',
     status: 'active',
     why: "the flush reaches none of the data the processes under test use (here: it flushes nothing); the mended test counts their connections and job keys before the flush and the keys gone after it",
-    edits: [{ file: 'test/integration/jobs-redis-loss.test.ts', search: "    expect(await redis.client.flushall()).toBe('OK');", replace: "    expect(await redis.client.ping()).toBe('PONG');" }],
+    edits: [{
+      file: 'test/integration/jobs-redis-loss.test.ts',
+      search: "    expect(await redis.client.multi().flushall().dbsize().exec()).toEqual([[null, 'OK'], [null, 0]]);",
+      replace: "    expect(await redis.client.multi().ping().dbsize().exec()).toEqual([[null, 'PONG'], [null, 0]]);",
+    }],
     test: 'test/integration/jobs-redis-loss.test.ts', filter: 'FLUSHALL mid-run',
   },
   {

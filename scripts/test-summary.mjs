@@ -18,6 +18,13 @@ try {
 const files = r?.testResults ?? [];
 const errored = files.filter((f) => f.status === 'failed' && (f.message || !f.assertionResults.some((a) => a.status === 'failed')));
 for (const f of errored) console.log(`errored: ${f.name} — ${String(f.message || 'failed outside its tests').split('\n')[0].slice(0, 200)}`);
+// Each failed test by name with its message's first line, so the tail of a long log says what failed.
+for (const f of files) {
+  for (const a of f.assertionResults.filter((t) => t.status === 'failed')) {
+    const why = String(a.failureMessages?.[0] ?? '').split('\n')[0].slice(0, 300);
+    console.log(`failed: ${f.name.replace(process.cwd() + '/', '')} > ${a.fullName} — ${why}`);
+  }
+}
 let erroredCount = errored.length;
 const failedTests = r?.numFailedTests ?? 0;
 if (exitStatus !== 0 && failedTests + erroredCount === 0) {
