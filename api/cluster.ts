@@ -1,13 +1,16 @@
-import cluster from 'node:cluster';
+import cluster, { type Worker } from 'node:cluster';
 import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
+import { isSiblingMessage, type SiblingAnswer, type SiblingAsk, type SiblingReply, type SiblingRequest } from './siblings.js';
 
 /**
  * API_WORKERS > 1: this process forks that many API workers sharing the port (node:cluster hands each new
  * connection to the next worker; a keep-alive connection stays with its worker), restarts one that dies, and
  * on SIGTERM stops them all — each finishes its requests as a single API process does. One Node thread tops out
  * near one core; at the peak (3,000 searches/s plus holds) the API needs more than that on a 2-core machine.
- * Each worker keeps its own search indexes (tens of MB, a few small queries a second).
+ * Each worker keeps its own search indexes (tens of MB, a few small queries a second). The workers ask each other
+ * through this process (relaySiblingAsks): a catalogue write waits for every worker's index, and /metrics counts
+ * every worker.
  */
 export async function runApiWorkers(n: number): Promise<void> {
   await runProcess('api', async () => {
@@ -22,6 +25,7 @@ export async function runApiWorkers(n: number): Promise<void> {
         setTimeout(() => !stopping && fork(), 1000).unref();
       });
     };
+    relaySiblingAsks();
     for (let i = 0; i < n; i++) fork();
     return async () => {
       stopping = true;
@@ -31,5 +35,39 @@ export async function runApiWorkers(n: number): Promise<void> {
         w.process.kill('SIGTERM');
       })));
     };
+  });
+}
+
+/**
+ * Relays a worker's ask (api/siblings.ts) to every other live worker and sends it back the answers that arrived
+ * within the ask's time limit.
+ */
+function relaySiblingAsks(): void {
+  let nextId = 0;
+  const open = new Map<number, { from: Worker; id: number; pending: Set<number>; payloads: unknown[]; timer: NodeJS.Timeout }>();
+  const finish = (key: number) => {
+    const ask = open.get(key);
+    if (!ask) return;
+    open.delete(key);
+    clearTimeout(ask.timer);
+    const reply: SiblingReply = { kind: 'sibling-reply', id: ask.id, payloads: ask.payloads };
+    if (ask.from.isConnected()) ask.from.send(reply, undefined, () => {});
+  };
+  cluster.on('message', (worker, m: unknown) => {
+    if (isSiblingMessage(m, 'sibling-request')) {
+      const { id, op, timeoutMs } = m as SiblingRequest;
+      const others = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && w !== worker && w.isConnected());
+      const key = nextId++;
+      open.set(key, { from: worker, id, pending: new Set(others.map((w) => w.id)), payloads: [], timer: setTimeout(() => finish(key), timeoutMs) });
+      const ask: SiblingAsk = { kind: 'sibling-ask', id: key, op };
+      for (const w of others) w.send(ask, undefined, () => {});
+      if (others.length === 0) finish(key);
+    } else if (isSiblingMessage(m, 'sibling-answer')) {
+      const { id, payload } = m as SiblingAnswer;
+      const ask = open.get(id);
+      if (!ask || !ask.pending.delete(worker.id)) return;
+      ask.payloads.push(payload);
+      if (ask.pending.size === 0) finish(id);
+    }
   });
 }

@@ -1,19 +1,37 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { AggregatorRegistry, Counter, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { LATENCY_BUCKETS, processRegistry } from '../shared/metrics/registry.js';
+import { askSiblings, hasSiblings } from './siblings.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
+/** How long a scrape waits for the other API workers' metrics. */
+const SIBLINGS_MS = 1000;
+
+type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
+
 /**
- * The api's own metrics, one registry per app (tests run several apps in one process). /metrics serves them
- * with the process registry (Node's metrics, provider calls, …): `scrape()`.
+ * The api's own metrics, one registry per app (tests run several apps in one process), and `ops`, the state behind
+ * the work read at scrape time (api/ops-gauges.ts). /metrics serves them with the process registry (Node's
+ * metrics, provider calls, …): `scrape()`. In a cluster (API_WORKERS > 1) the requests and the process metrics
+ * are every worker's, summed (prom-client's aggregators), and `ops` is read once, by the worker scraped.
  */
 export function createMetrics() {
   const registry = new Registry();
+  const ops = new Registry();
   const registers = [registry];
+  /** What this worker counted itself, as JSON (what a sibling sends). */
+  const own = async (): Promise<MetricsJson> => (await Registry.merge([registry, processRegistry]).getMetricsAsJSON()) as MetricsJson;
   return {
     registry,
-    /** This app's metrics and the process's, as Prometheus text. */
-    scrape: () => Registry.merge([registry, processRegistry]).metrics(),
+    ops,
+    own,
+    /** This app's metrics, its ops gauges and the process's (every API worker's), as Prometheus text. */
+    scrape: async (): Promise<string> => {
+      if (!hasSiblings()) return Registry.merge([registry, ops, processRegistry]).metrics();
+      const [mine, theirs] = await Promise.all([own(), askSiblings('metrics', SIBLINGS_MS)]);
+      const all = AggregatorRegistry.aggregate([mine, ...(theirs.filter(Array.isArray) as MetricsJson[])]);
+      return Registry.merge([all as Registry, ops]).metrics();
+    },
     contentType: registry.contentType,
     httpDuration: new Histogram({
       name: 'http_request_duration_seconds', help: 'HTTP request latency by method, route template and status', registers,

@@ -34,7 +34,7 @@ async function oldestWaitingAgeSeconds(queue: QueueSet[keyof QueueSet]): Promise
  * (the scrape itself never fails). `queues`: the api's producers (null: no queue gauges).
  */
 export function registerOpsGauges(metrics: Metrics, db: DatabasePool, queues: QueueSet | null): void {
-  const registers = [metrics.registry];
+  const registers = [metrics.ops];
   const gauge = <T>(name: string, help: string, read: () => Promise<T | null>, value: (v: T) => number) =>
     new Gauge({ name, help, registers, async collect() {
       const v = await read();

@@ -9,6 +9,9 @@ import { createApp } from './app.js';
 import { createMetrics } from './metrics.js';
 import { registerOpsGauges } from './ops-gauges.js';
 import { runApiWorkers } from './cluster.js';
+import { answerSiblings, askSiblings } from './siblings.js';
+import type { SearchIndex } from '../shared/usecases/search.js';
+import type { SearchIndexes } from '../shared/search/indexes.js';
 
 const apiWorkers = parseConfig().API_WORKERS;
 if (cluster.isPrimary && apiWorkers > 1) await runApiWorkers(apiWorkers);
@@ -24,7 +27,10 @@ async function runApi(): Promise<void> {
     redis.on('error', () => {});
     const metrics = createMetrics();
     registerOpsGauges(metrics, deps.db, deps.producers?.queues ?? null);
-    const searchIndex = startSearchIndexes(deps.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
+    const indexes = startSearchIndexes(deps.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
+    const searchIndex = indexes && withSiblings(indexes);
+    // In a cluster: the other workers' asks (no-op in a single API process).
+    answerSiblings({ 'catch-up': async () => indexes?.catchUp(), metrics: metrics.own });
     // Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
     let inFlight = 0;
     const app = createApp({ ...deps, redis, metrics, searchIndex }, [
@@ -45,9 +51,26 @@ async function runApi(): Promise<void> {
       await new Promise((r) => setTimeout(r, config.SHUTDOWN_DELAY_S * 1000));
       await new Promise<void>((resolve) => server.close(() => resolve()));
       for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-      await searchIndex?.stop();
+      await indexes?.stop();
       redis.disconnect();
       await closeDeps(deps);
     };
   });
+}
+
+/** How long a catalogue write waits for the other API workers' indexes (as for its own: then it answers anyway). */
+const SIBLING_CATCH_UP_MS = 1000;
+
+/**
+ * The indexes, whose catch-up (after a catalogue write, before its answer) also waits for every other API worker's:
+ * the next search shows the write whichever worker answers it.
+ */
+function withSiblings(indexes: SearchIndexes): SearchIndex {
+  return {
+    cars: () => indexes.cars(),
+    stays: (fromDay) => indexes.stays(fromDay),
+    catchUp: async () => {
+      await Promise.all([indexes.catchUp(), askSiblings('catch-up', SIBLING_CATCH_UP_MS)]);
+    },
+  };
 }

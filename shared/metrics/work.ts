@@ -31,6 +31,8 @@ export const jobsRearmed = new Counter({
 /** Overdue rows whose job exists but has not run (a backlog, a paused or rate-limited queue), at the last pass. */
 export const obligationsOverdue = new Gauge({
   name: 'obligations_overdue', help: 'Owed work past due (plus its grace) whose job is waiting or delayed, at the reconciler\'s last pass', labelNames: ['queue'], registers,
+  // A state, not a count: API workers' metrics are summed (api/metrics.ts) except where an aggregator says otherwise.
+  aggregator: 'max',
 });
 /** Unpaid holds the expiry reconciler expired itself (their job was late: a dead worker, Redis unreachable). */
 export const expiryTakeovers = new Counter({
@@ -61,6 +63,7 @@ export const dbReadFallbacks = new Counter({
 });
 export const dbReplicaLag = new Gauge({
   name: 'db_read_replica_lag_seconds', help: "The read replica's staleness at the last probe (-1: down or unknown)", registers,
+  aggregator: 'max',
 });
 
 /** Counts a batch of outbox rows by their event type into `counter`. */

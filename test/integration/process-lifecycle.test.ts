@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../shared/db/migrate.js';
 import { readProcfile, supervisedProcesses } from '../../scripts/procfile.js';
 import { ADMIN_DB } from '../helpers/harness.js';
-import { sleep, waitFor } from '../helpers/http.js';
+import { sleep, token, waitFor } from '../helpers/http.js';
 import { alive, childrenOf, freePort, ROOT, spawnTs, testSecrets } from '../helpers/processes.js';
 
 const databases: string[] = [];
@@ -21,11 +22,25 @@ async function environment() {
   const id = randomUUID().replace(/-/g, '').slice(0, 12);
   databases.push(`test_proc_${id}`);
   return {
-    NODE_ENV: 'test', LOG_LEVEL: 'info', ...testSecrets(),
+    NODE_ENV: 'test', LOG_LEVEL: 'info', ...testSecrets() as { JWT_SECRET: string },
     DATABASE_URL: `postgres://postgres@127.0.0.1:5432/test_proc_${id}`, REDIS_URL: 'redis://127.0.0.1:6379/5',
     QUEUE_PREFIX: `p${id}`, REDIS_KEY_PREFIX: `p${id}:`, KAFKA_BROKERS: 'none',
     PORT: String(await freePort()), DASHBOARD_PORT: String(await freePort()), PSP_PORT: String(await freePort()),
   };
+}
+
+/** One request on a connection of its own (no keep-alive pool): the cluster hands each to the next worker. */
+function onNewConnection(port: string, method: string, path: string, bearer?: string, body?: unknown): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const req = http.request({ host: '127.0.0.1', port: Number(port), method, path, agent: false, headers: {
+      connection: 'close', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...(payload ? { 'content-type': 'application/json' } : {}),
+    } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject).end(payload);
+  });
 }
 
 const ready = (port: string) => fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0);
@@ -74,7 +89,7 @@ describe('npm start (scripts/start.ts)', () => {
 describe('npm start with API_WORKERS=2', () => {
   // Regression: the cluster's workers inherited SUPERVISOR_PID, saw a parent that was not it, and exited at once
   // (exit 1, no log line) — the API never answered under `npm start` with more than one worker.
-  it('serves from both API workers, which go when the supervisor is killed with -9', async () => {
+  it('serves from both API workers, a listed car in either\'s next search, /metrics of both; they go when the supervisor is killed with -9', async () => {
     const env = { ...(await environment()), API_WORKERS: '2' };
     const sup = spawnTs('scripts/start.ts', env);
     leftovers.push(sup.pid!);
@@ -87,6 +102,30 @@ describe('npm start with API_WORKERS=2', () => {
     await sleep(1500); // a worker that took itself for orphaned would have gone by now
     expect(workers.every(alive)).toBe(true);
     expect(sup.output()).not.toContain('api worker exited');
+
+    // Each request below opens its own connection, which the cluster hands to the workers in turn.
+    // A car just listed is in the next search, whichever worker answers it (the write waited for both indexes).
+    const host = token(env.JWT_SECRET!, { sub: '900', role: 'host' });
+    const from = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 48 * 3_600_000);
+    const period = `from=${from.toISOString()}&to=${new Date(from.getTime() + 7_200_000).toISOString()}`;
+    for (let i = 0; i < 5; i++) {
+      const city = `C${randomUUID().slice(0, 8)}`;
+      const car = await onNewConnection(env.PORT, 'POST', '/cars', host,
+        { plate: `W${randomUUID().slice(0, 8)}`, model: 'Morning', city, dailyPrice: 500_000, depositAmount: 1_000_000 });
+      expect(car.status, car.text).toBe(201);
+      for (let j = 0; j < 4; j++) {
+        const found = await onNewConnection(env.PORT, 'GET', `/cars?city=${city}&${period}`);
+        expect(JSON.parse(found.text).cars.map((c: { id: number }) => c.id), `car ${i}, search ${j}`).toEqual([JSON.parse(car.text).id]);
+      }
+    }
+    // /metrics counts the requests of both workers, whichever one is scraped.
+    for (let i = 0; i < 10; i++) expect((await onNewConnection(env.PORT, 'GET', '/health')).status).toBe(200);
+    for (let scrape = 0; scrape < 2; scrape++) {
+      const text = (await onNewConnection(env.PORT, 'GET', '/metrics')).text;
+      const line = text.split('\n').find((l) => l.startsWith('http_request_duration_seconds_count{') && l.includes('route="/health"') && l.includes('status="200"'));
+      expect(Number(line?.split(' ').at(-1)), `scrape ${scrape}: ${line}`).toBeGreaterThanOrEqual(10);
+      expect(text.match(/^outbox_unpublished_events /gm), 'the ops gauges, once').toHaveLength(1);
+    }
     process.kill(sup.pid!, 'SIGKILL');
     await waitFor(async () => [api!, ...workers].every((pid) => !alive(pid)), 15_000, 100);
   }, 120_000);

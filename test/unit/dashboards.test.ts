@@ -25,7 +25,7 @@ beforeAll(() => {
   const metrics = createMetrics();
   registerOpsGauges(metrics, {} as DatabasePool, null);
   collectProcessMetrics('test');
-  const all = [...metrics.registry.getMetricsAsArray(), ...processRegistry.getMetricsAsArray()] as unknown as (Metric & { type: string; name: string; labelNames?: string[] })[];
+  const all = [...metrics.registry.getMetricsAsArray(), ...metrics.ops.getMetricsAsArray(), ...processRegistry.getMetricsAsArray()] as unknown as (Metric & { type: string; name: string; labelNames?: string[] })[];
   for (const m of all) {
     const labels = new Set([...(m.labelNames ?? []), 'proc']);
     const series = m.type === 'histogram' ? ['_bucket', '_sum', '_count'] : m.type === 'summary' ? ['', '_sum', '_count'] : [''];
