@@ -69,6 +69,7 @@ function withSiblings(indexes: SearchIndexes): SearchIndex {
   return {
     cars: () => indexes.cars(),
     stays: (fromDay) => indexes.stays(fromDay),
+    built: () => indexes.built(),
     catchUp: async () => {
       await Promise.all([indexes.catchUp(), askSiblings('catch-up', SIBLING_CATCH_UP_MS)]);
     },

@@ -10,7 +10,7 @@ export function healthRoutes(deps: ApiDeps) {
     ctx.body = { status: 'ok' };
   });
   router.get('/ready', async (ctx) => {
-    await assertReady(deps, () => deps.redis.ping());
+    await assertReady(deps, () => deps.redis.ping(), () => deps.searchIndex?.built() ?? true);
     ctx.body = { status: 'ready' };
   });
   router.get('/metrics', async (ctx) => {
@@ -28,7 +28,7 @@ export const healthOperations: Operation[] = [
   },
   {
     operationId: 'ready', method: 'get', path: '/ready', tag: 'operations', auth: 'public',
-    summary: 'Readiness', description: 'PostgreSQL and Redis answer, and the process has not been asked to stop (then 503 while it drains).',
+    summary: 'Readiness', description: 'PostgreSQL and Redis answer, the search indexes have had their first load (the first seconds after a start), and the process has not been asked to stop (then 503 while it drains).',
     answer: { status: 200, description: 'Ready for traffic', schema: z.object({ status: z.literal('ready') }).strict() },
   },
   {

@@ -103,6 +103,14 @@ export class SearchIndexes {
     return this.next;
   }
 
+  /**
+   * Both calendars built (their first load done): until then every search reads PostgreSQL, which at a peak is
+   * more than it can take (the API is not ready before, see /ready).
+   */
+  built(): boolean {
+    return this.carFeed.calendar !== null && this.stayFeed.calendar !== null;
+  }
+
   /** The car calendar when fresh enough to answer from, else null. */
   cars(now = Date.now()): CarCalendar | null {
     return this.fresh(this.carFeed, now);
@@ -145,6 +153,7 @@ export class SearchIndexes {
       this.catalogueCursor = new TailCursor(catalogueStart);
       await this.readTail(this.catalogueCursor, (after, limit) => tailCatalogue(this.db, after, limit), (r) => this.applyCatalogue(cal, r.entries));
       const syncedAt = await this.tailCars(cal, cursor);
+      if (!f.calendar) logger.info({ index: f.name, cars: cal.carIds().length, ms: Date.now() - now }, 'search index built');
       Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs });
       return;
     }
@@ -173,6 +182,7 @@ export class SearchIndexes {
       await reloadNights(this.db, cal, roomTypes, fromDay);
       const cursor = new TailCursor(start);
       const syncedAt = await this.readTail(cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));
+      if (!f.calendar) logger.info({ index: f.name, roomTypes: roomTypes.length, ms: Date.now() - now }, 'search index built');
       Object.assign(f, { calendar: cal, cursor, syncedAt, rebuildAt: now + this.o.rebuildEveryMs, catalogueAt: now + this.o.catalogueEveryMs });
       this.stayFromDay = fromDay;
       return;

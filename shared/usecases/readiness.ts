@@ -8,10 +8,13 @@ const PROBE_TIMEOUT_MS = 2000;
 
 /**
  * Resolves when PostgreSQL and Redis both answer in time; else UNAVAILABLE saying which is down.
- * A process asked to stop is not ready, even while it still drains the requests it has.
+ * A process asked to stop is not ready, even while it still drains the requests it has. Nor is one whose search
+ * indexes are still being built (`searchBuilt` false, the first seconds after a start): until then every search
+ * reads PostgreSQL, and at a peak those reads take the cores the build needs, so that it hardly ends.
  */
-export async function assertReady(deps: Pick<Deps, 'db'>, pingRedis: () => Promise<unknown>): Promise<void> {
+export async function assertReady(deps: Pick<Deps, 'db'>, pingRedis: () => Promise<unknown>, searchBuilt: () => boolean = () => true): Promise<void> {
   if (shutdownRequested()) throw new DomainError('UNAVAILABLE', 'shutting down', { stopping: true });
+  if (!searchBuilt()) throw new DomainError('UNAVAILABLE', 'search indexes still loading', { searchIndex: 'loading' });
   const [pg, redis] = await Promise.allSettled([
     withTimeout(pingDatabase(deps.db), PROBE_TIMEOUT_MS, 'postgres ping'),
     withTimeout(pingRedis(), PROBE_TIMEOUT_MS, 'redis ping'),

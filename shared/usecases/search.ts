@@ -21,6 +21,8 @@ export interface SearchIndex {
   stays(fromDay: number): StayCalendar | null;
   /** Resolves once the calendars have read what was committed before the call (waiting a bounded time). */
   catchUp(): Promise<void>;
+  /** Both calendars have had their first load (searches read PostgreSQL before). */
+  built(): boolean;
 }
 
 /**

@@ -12,6 +12,11 @@ import { searchAvailableCars } from '../../shared/db/cars.js';
 import { searchAvailability } from '../../shared/db/hotels.js';
 import { nightsBetween } from '../../shared/domain/nights.js';
 import { SearchIndexes } from '../../shared/search/indexes.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from '../../api/app.js';
+import { createMetrics } from '../../api/metrics.js';
+import { redisClient } from '../../shared/redis.js';
 
 // Searches answered from the API's in-memory indexes (SEARCH_CACHE_TTL_S ≥ 2): they follow holds, cancellations and
 // inventory changes within a poll or two, answer exactly what the SQL answers, and miss no event even when a
@@ -180,6 +185,35 @@ describe('car search from the in-memory index', () => {
       }
     } finally {
       await idx.stop();
+    }
+  });
+
+  it('/ready answers 503 (search indexes loading) until both indexes are built, then 200', async () => {
+    // The stay index's first load cannot read the room types while this lock is held.
+    const lock = new pg.Client({ connectionString: h.config.DATABASE_URL });
+    await lock.connect();
+    await lock.query('BEGIN');
+    await lock.query('LOCK TABLE room_type IN ACCESS EXCLUSIVE MODE');
+    const idx = new SearchIndexes(h.deps.prepared, { pollMs: 50, maxAgeMs: 5_000, catalogueEveryMs: 5_000, rebuildEveryMs: 60_000 });
+    const redis = redisClient(h.config, 'request');
+    const server = createServer(createApp({ ...h.deps, redis, metrics: createMetrics(), searchIndex: idx }).callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const ready = async () => {
+      const r = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ready`);
+      return { status: r.status, body: await r.json() };
+    };
+    try {
+      idx.start();
+      await waitFor(async () => idx.cars() !== null, 10_000); // the car index is built; the stay index waits
+      expect(await ready()).toEqual({ status: 503, body: { error: { code: 'UNAVAILABLE', message: 'search indexes still loading', details: { searchIndex: 'loading' } } } });
+      await lock.query('ROLLBACK');
+      await waitFor(async () => (await ready()).status === 200, 10_000);
+      expect(idx.built()).toBe(true);
+    } finally {
+      await lock.end().catch(() => {});
+      await idx.stop();
+      await new Promise((r) => server.close(r));
+      redis.disconnect();
     }
   });
 
