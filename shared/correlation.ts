@@ -40,5 +40,19 @@ export function traceparentFor(requestId: string, incoming?: string): string {
   const uuidHex = UUID.test(requestId) ? requestId.replace(/-/g, '').toLowerCase() : null;
   const traceId = parent?.traceId
     ?? (uuidHex && !zeros(uuidHex) ? uuidHex : createHash('sha256').update(requestId).digest('hex').slice(0, 32));
-  return `00-${traceId}-${randomBytes(8).toString('hex')}-${parent?.flags ?? '01'}`;
+  return `00-${traceId}-${parentId()}-${parent?.flags ?? '01'}`;
+}
+
+/** Random bytes drawn 4 KiB at a time (as crypto.randomUUID does): one getrandom call per 512 parent ids, not one each. */
+let pool = Buffer.alloc(0);
+let at = 0;
+function parentId(): string {
+  for (;;) {
+    if (at + 8 > pool.length) {
+      pool = randomBytes(4096);
+      at = 0;
+    }
+    const hex = pool.toString('hex', at, (at += 8));
+    if (!zeros(hex)) return hex; // an all-zero parent id is invalid (W3C)
+  }
 }

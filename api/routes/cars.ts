@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { ApiState, RouteDeps } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
+import { sendAnswer } from '../answer.js';
 import { parse } from '../validation.js';
 import { carAnswer, carSearchAnswer, carSearchQuery, createCarBody } from '../schemas/cars.js';
 import type { Operation } from '../openapi/operation.js';
@@ -16,7 +17,7 @@ export function carRoutes(deps: RouteDeps) {
     ctx.body = await createCar(deps, actorOf(ctx.state), input);
   });
   router.get('/cars', async (ctx) => {
-    ctx.body = await searchCars(deps, parse(carSearchQuery, ctx.query, 'query'));
+    sendAnswer(ctx, await searchCars(deps, parse(carSearchQuery, ctx.query, 'query')));
   });
   return router;
 }

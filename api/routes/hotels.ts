@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { ApiState, RouteDeps } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
+import { sendAnswer } from '../answer.js';
 import { parse, pathId } from '../validation.js';
 import {
   adjustInventoryBody, auditAnswer, auditQuery, availabilityAnswer, availabilityQuery, createHotelBody, createRoomTypeBody, hotelAnswer,
@@ -18,7 +19,7 @@ export function hotelRoutes(deps: RouteDeps) {
   const auth = authenticate(deps.config.JWT_SECRET, ['operator']);
 
   router.get('/hotels/availability', async (ctx) => {
-    ctx.body = await searchStays(deps, parse(availabilityQuery, ctx.query, 'query'));
+    sendAnswer(ctx, await searchStays(deps, parse(availabilityQuery, ctx.query, 'query')));
   });
   router.post('/hotels', auth, async (ctx) => {
     const input = parse(createHotelBody, jsonBody(ctx.state), 'body');

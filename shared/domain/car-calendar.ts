@@ -20,6 +20,10 @@ export type PublicCar = Omit<IndexedCar, 'turnaroundMinutes'>;
 interface Entry {
   car: IndexedCar;
   answer: PublicCar;
+  /** `answer` as JSON, made once per catalogue change: a search answer is these joined (no stringify per request). */
+  json: string;
+  /** The turnaround in ms, beside the intervals the walk reads. */
+  turnaroundMs: number;
   /** Blocked intervals [lo, hi) in epoch ms, disjoint (the exclusion constraint), sorted by lo (and so by hi). */
   lo: number[];
   hi: number[];
@@ -107,14 +111,17 @@ export class CarCalendar {
   }
 
   private entry(car: IndexedCar): Entry {
-    const { turnaroundMinutes: _t, ...answer } = car;
-    return { car, answer, lo: [], hi: [], ids: [] };
+    const e = { car, lo: [], hi: [], ids: [] } as unknown as Entry;
+    this.setCar(e, car);
+    return e;
   }
 
   private setCar(e: Entry, car: IndexedCar): void {
-    const { turnaroundMinutes: _t, ...answer } = car;
+    const { turnaroundMinutes, ...answer } = car;
     e.car = car;
     e.answer = answer;
+    e.json = JSON.stringify(answer);
+    e.turnaroundMs = turnaroundMinutes * 60_000;
   }
 
   /** Where `e` goes in its city's list: the first entry ordered after it. */
@@ -161,8 +168,7 @@ export class CarCalendar {
 
   /** The car's turnaround, to turn a booking's period into its blocked interval; null for an unknown car. */
   turnaroundMs(carId: number): number | null {
-    const e = this.cars.get(carId);
-    return e ? e.car.turnaroundMinutes * 60_000 : null;
+    return this.cars.get(carId)?.turnaroundMs ?? null;
   }
 
   /** Adds a booking's blocked interval [lo, hi) (again: a no-op). False when the car is unknown. */
@@ -221,12 +227,23 @@ export class CarCalendar {
    * car's blocked intervals — cheapest first, then by id; at most `limit`.
    */
   search(city: string, from: number, to: number, limit: number): PublicCar[] {
-    const out: PublicCar[] = [];
+    return this.free(city, from, to, limit).map((e) => e.answer);
+  }
+
+  /** `search` as the JSON text of its array, joined from each car's JSON (what the API sends). */
+  searchJson(city: string, from: number, to: number, limit: number): string {
+    const free = this.free(city, from, to, limit);
+    let out = '[';
+    for (let k = 0; k < free.length; k++) out += (k ? ',' : '') + free[k]!.json;
+    return `${out}]`;
+  }
+
+  private free(city: string, from: number, to: number, limit: number): Entry[] {
+    const out: Entry[] = [];
     for (const e of this.byCity.get(city) ?? []) {
-      const end = to + e.car.turnaroundMinutes * 60_000;
       const i = firstEndingAfter(e.hi, from);
-      if (i < e.lo.length && e.lo[i]! < end) continue;
-      out.push(e.answer);
+      if (i < e.lo.length && e.lo[i]! < to + e.turnaroundMs) continue;
+      out.push(e);
       if (out.length >= limit) break;
     }
     return out;

@@ -63,6 +63,15 @@ class Nights {
 interface Entry {
   rt: IndexedRoomType;
   nights: Nights | undefined;
+  /** Its answer as JSON around `available`, the one field that varies by search (the keys in Availability's order). */
+  jsonHead: string;
+  jsonTail: string;
+}
+
+function entry(rt: IndexedRoomType, nights: Nights | undefined): Entry {
+  const head = JSON.stringify({ roomTypeId: rt.roomTypeId, hotelId: rt.hotelId, hotelName: rt.hotelName, name: rt.name });
+  const tail = JSON.stringify({ depositAmount: rt.depositAmount, currency: rt.currency });
+  return { rt, nights, jsonHead: `${head.slice(0, -1)},"available":`, jsonTail: `,${tail.slice(1)}` };
 }
 
 export class StayCalendar {
@@ -88,7 +97,7 @@ export class StayCalendar {
     for (const rt of this.roomTypes.values()) {
       let list = byCity.get(rt.city);
       if (!list) byCity.set(rt.city, (list = []));
-      list.push({ rt, nights: this.nights.get(rt.roomTypeId) });
+      list.push(entry(rt, this.nights.get(rt.roomTypeId)));
     }
     this.byCity = byCity;
   }
@@ -105,6 +114,21 @@ export class StayCalendar {
    * minimum over the nights; most available first, then by id; at most `limit`. (Hot: 3,000/s at the peak.)
    */
   search(city: string, checkIn: number, checkOut: number, rooms: number, limit: number): Availability[] {
+    return this.free(city, checkIn, checkOut, rooms, limit).map(({ e: { rt }, available }) => ({
+      roomTypeId: rt.roomTypeId, hotelId: rt.hotelId, hotelName: rt.hotelName, name: rt.name, available,
+      depositAmount: rt.depositAmount, currency: rt.currency,
+    }));
+  }
+
+  /** `search` as the JSON text of its array, from each room type's JSON around `available` (what the API sends). */
+  searchJson(city: string, checkIn: number, checkOut: number, rooms: number, limit: number): string {
+    const free = this.free(city, checkIn, checkOut, rooms, limit);
+    let out = '[';
+    for (let k = 0; k < free.length; k++) out += `${k ? ',' : ''}${free[k]!.e.jsonHead}${free[k]!.available}${free[k]!.e.jsonTail}`;
+    return `${out}]`;
+  }
+
+  private free(city: string, checkIn: number, checkOut: number, rooms: number, limit: number): { e: Entry; available: number }[] {
     const hits: Entry[] = [];
     const available: number[] = [];
     for (const e of this.byCity.get(city) ?? []) {
@@ -115,14 +139,8 @@ export class StayCalendar {
       available.push(a);
     }
     const order = hits.map((_, i) => i).sort((i, j) => available[j]! - available[i]! || hits[i]!.rt.roomTypeId - hits[j]!.rt.roomTypeId);
-    const out: Availability[] = [];
-    for (let k = 0; k < order.length && k < limit; k++) {
-      const { rt } = hits[order[k]!]!;
-      out.push({
-        roomTypeId: rt.roomTypeId, hotelId: rt.hotelId, hotelName: rt.hotelName, name: rt.name, available: available[order[k]!]!,
-        depositAmount: rt.depositAmount, currency: rt.currency,
-      });
-    }
+    const out: { e: Entry; available: number }[] = [];
+    for (let k = 0; k < order.length && k < limit; k++) out.push({ e: hits[order[k]!]!, available: available[order[k]!]! });
     return out;
   }
 }

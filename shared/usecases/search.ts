@@ -34,6 +34,14 @@ export async function letSearchSee(deps: { searchIndex?: SearchIndex | null }): 
   await deps.searchIndex?.catchUp();
 }
 
+/**
+ * An answer already serialised: the indexes keep each car's and room type's JSON and join them, so that the busiest
+ * answers (50 cars, 200 room types, ≈ 30 KB) are not stringified field by field on every request.
+ */
+export class SerializedAnswer {
+  constructor(readonly json: string) {}
+}
+
 /** Room types an availability search lists at most. */
 export const MAX_ROOM_TYPES = 200;
 
@@ -53,12 +61,12 @@ export type PublicCar = Omit<CarRow, 'hostId' | 'turnaroundMinutes'>;
 const publicCar = ({ hostId: _h, turnaroundMinutes: _t, ...c }: CarRow): PublicCar => c;
 
 /** Cars a hold for [from, to) would be accepted on now, cheapest first, then by id. */
-export async function searchCars(deps: SearchDeps, q: CarSearch): Promise<{ cars: PublicCar[] }> {
+export async function searchCars(deps: SearchDeps, q: CarSearch): Promise<{ cars: PublicCar[] } | SerializedAnswer> {
   checkCarPeriod(q.from, q.to);
   // No hold starts in the past, so no car is listed for such a period.
   if (!startsInFuture(q.from, deps.clock.now())) return { cars: [] };
   const index = deps.searchIndex?.cars();
-  if (index) return { cars: index.search(q.city, q.from.getTime(), q.to.getTime(), q.limit) };
+  if (index) return new SerializedAnswer(`{"cars":${index.searchJson(q.city, q.from.getTime(), q.to.getTime(), q.limit)}}`);
   const key = `${q.city}|${q.from.toISOString()}|${q.to.toISOString()}|${q.limit}`;
   const cars = await deps.searchCache('cars', key, async () => (await staleRead(deps, (db) => searchAvailableCars(db, q))).map(publicCar));
   return { cars };
@@ -76,7 +84,7 @@ export async function searchStays(deps: SearchDeps, q: StaySearch) {
   const nights = checkStayDates(q.checkIn, q.checkOut);
   const from = dayOf(q.checkIn);
   const index = deps.searchIndex?.stays(from);
-  if (index) return { roomTypes: index.search(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES) };
+  if (index) return new SerializedAnswer(`{"roomTypes":${index.searchJson(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES)}}`);
   const key = `${q.city}|${q.checkIn}|${q.checkOut}|${q.rooms}`;
   const roomTypes = await deps.searchCache('stays', key, () => staleRead(deps, (db) => searchAvailability(db, { ...q, nights })));
   return { roomTypes };

@@ -14,6 +14,12 @@ describe('traceparent', () => {
     expect(traceparentFor('any', incoming.toUpperCase())).toMatch(/^00-4bf92f3577b34da6a3ce929d0e0e4736-/);
   });
 
+  it('draws a new parent id each time, across refills of its random pool (2,000 ids, 512 a pool)', () => {
+    const ids = Array.from({ length: 2000 }, () => traceparentFor('any').split('-')[2]!);
+    expect(new Set(ids).size).toBe(2000);
+    for (const id of ids) expect(id).toMatch(/^(?!0{16})[0-9a-f]{16}$/);
+  });
+
   it('derives the trace id from the request id when the caller sent none or an invalid one', () => {
     const uuid = '3f2a1c9e-8b7d-4e6f-9a0b-1c2d3e4f5a6b';
     expect(traceparentFor(uuid)).toMatch(new RegExp(`^00-${uuid.replace(/-/g, '')}-[0-9a-f]{16}-01$`));

@@ -46,6 +46,8 @@ describe('CarCalendar', () => {
             .slice(0, q.limit)
             .map((c) => c.id);
           expect(cal.search(q.city, from, to, q.limit).map((c) => c.id)).toEqual(expected);
+          // What the API sends: the same answer, byte for byte as JSON.stringify would write it.
+          expect(cal.searchJson(q.city, from, to, q.limit)).toBe(JSON.stringify(cal.search(q.city, from, to, q.limit)));
         }
       },
     ));
@@ -95,6 +97,7 @@ describe('CarCalendar catalogue, changed car by car (the catalogue feed and the 
     cal.add(7, 1, 10 * H, 12 * H);
     cal.upsertCar(car(1, 'A', 9)); // dearer: now after car 2
     expect(order(cal, 'A')).toEqual([2, 1]);
+    expect(JSON.parse(cal.searchJson('A', 0, H, 5))).toEqual([car(2, 'A', 6), car(1, 'A', 9)].map(({ turnaroundMinutes: _t, ...c }) => c));
     expect(cal.search('A', 10 * H, 11 * H, 5).map((c) => c.id)).toEqual([2]);
     // A rebuild reads car 2's page after a change moved booking 7 onto it: it leaves car 1.
     cal.load(2, [[7, 20 * H, 22 * H]]);
@@ -136,6 +139,20 @@ describe('StayCalendar', () => {
     cal.setNight(1, d - 40, 2); // grows backwards; the gap stays missing
     expect(cal.search('A', d - 40, d - 39, 1, 200).map((r) => r.roomTypeId)).toEqual([1]);
     expect(cal.search('A', d - 40, d, 1, 200)).toEqual([]);
+  });
+
+  it('sends the answer as JSON made once per room type, byte for byte what JSON.stringify writes (names quoted and escaped)', () => {
+    fc.assert(fc.property(
+      fc.array(fc.record({ hotelName: fc.string(), name: fc.string({ unit: 'binary' }), depositAmount: fc.nat(), free: fc.array(fc.integer({ min: -1, max: 9 }), { minLength: 4, maxLength: 4 }) }), { minLength: 1, maxLength: 8 }),
+      fc.integer({ min: 0, max: 3 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 3 }),
+      (types, from, len, rooms) => {
+        const cal = new StayCalendar();
+        cal.setRoomTypes(types.map((t, i) => ({ roomTypeId: i + 1, hotelId: 7, hotelName: t.hotelName, name: t.name, depositAmount: t.depositAmount, currency: 'VND', city: 'A' })));
+        types.forEach((t, i) => t.free.forEach((f, d) => f >= 0 && cal.setNight(i + 1, 100 + d, f)));
+        const [a, b] = [100 + from, Math.min(104, 100 + from + len)];
+        expect(cal.searchJson('A', a, b, rooms, 5)).toBe(JSON.stringify(cal.search('A', a, b, rooms, 5)));
+      },
+    ));
   });
 });
 
