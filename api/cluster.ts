@@ -44,6 +44,8 @@ export async function runApiWorkers(n: number): Promise<void> {
  */
 function relaySiblingAsks(): void {
   let nextId = 0;
+  /** Workers that said hello: they answer asks (a worker still starting, or gone, is not waited for). */
+  const answering = new Set<number>();
   const open = new Map<number, { from: Worker; id: number; pending: Set<number>; payloads: unknown[]; timer: NodeJS.Timeout }>();
   const finish = (key: number) => {
     const ask = open.get(key);
@@ -53,10 +55,16 @@ function relaySiblingAsks(): void {
     const reply: SiblingReply = { kind: 'sibling-reply', id: ask.id, payloads: ask.payloads };
     if (ask.from.isConnected()) ask.from.send(reply, undefined, () => {});
   };
+  cluster.on('exit', (worker) => {
+    answering.delete(worker.id);
+    for (const [key, ask] of open) if (ask.pending.delete(worker.id) && ask.pending.size === 0) finish(key);
+  });
   cluster.on('message', (worker, m: unknown) => {
-    if (isSiblingMessage(m, 'sibling-request')) {
+    if (isSiblingMessage(m, 'sibling-hello')) answering.add(worker.id);
+    else if (isSiblingMessage(m, 'sibling-request')) {
       const { id, op, timeoutMs } = m as SiblingRequest;
-      const others = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && w !== worker && w.isConnected());
+      const others = Object.values(cluster.workers ?? {})
+        .filter((w): w is Worker => !!w && w !== worker && w.isConnected() && answering.has(w.id));
       const key = nextId++;
       open.set(key, { from: worker, id, pending: new Set(others.map((w) => w.id)), payloads: [], timer: setTimeout(() => finish(key), timeoutMs) });
       const ask: SiblingAsk = { kind: 'sibling-ask', id: key, op };

@@ -69,7 +69,7 @@ function withSiblings(indexes: SearchIndexes): SearchIndex {
   return {
     cars: () => indexes.cars(),
     stays: (fromDay) => indexes.stays(fromDay),
-    built: () => indexes.built(),
+    builtOrGaveUp: (maxMs) => indexes.builtOrGaveUp(maxMs),
     catchUp: async () => {
       await Promise.all([indexes.catchUp(), askSiblings('catch-up', SIBLING_CATCH_UP_MS)]);
     },

@@ -17,6 +17,8 @@ export interface SiblingAsk { kind: 'sibling-ask'; id: number; op: SiblingOp }
 export interface SiblingAnswer { kind: 'sibling-answer'; id: number; payload: unknown }
 /** Primary → the asking worker: the answers that came in time. */
 export interface SiblingReply { kind: 'sibling-reply'; id: number; payloads: unknown[] }
+/** A worker → primary: it answers asks from now on (a worker still starting is not asked, so nobody waits on it). */
+export interface SiblingHello { kind: 'sibling-hello' }
 
 const isMessage = <K extends string>(m: unknown, kind: K): m is { kind: K } =>
   typeof m === 'object' && m !== null && (m as { kind?: unknown }).kind === kind;
@@ -57,7 +59,9 @@ export function askSiblings(op: SiblingOp, timeoutMs: number): Promise<unknown[]
     });
     const request: SiblingRequest = { kind: 'sibling-request', id, op, timeoutMs };
     process.send!(request, undefined, undefined, (err) => {
-      if (err) waiting.get(id)?.([]);
+      if (!err) return;
+      waiting.get(id)?.([]);
+      waiting.delete(id);
     });
   });
 }
@@ -73,6 +77,8 @@ export function answerSiblings(handlers: Record<SiblingOp, () => Promise<unknown
       if (process.connected) process.send!(answer, undefined, undefined, () => {});
     });
   });
+  const hello: SiblingHello = { kind: 'sibling-hello' };
+  process.send!(hello, undefined, undefined, () => {});
 }
 
 export { isMessage as isSiblingMessage };

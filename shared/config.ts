@@ -1,11 +1,8 @@
-import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { randomSecret, SECRET_NAMES, withLocalSecrets, type Env, type SecretName } from './local-secrets.js';
 
 // Empty strings count as unset: `PSP_URL=` means "no external provider", as in the contract.
 const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
-/** The default API_WORKERS is the machine's cores, at most this many. */
-export const DEFAULT_API_WORKERS_MAX = 4;
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def);
 
 const schema = z.object({
@@ -63,10 +60,9 @@ const schema = z.object({
   // Not in the contract: API processes behind the one port (node:cluster); 1 = the process serves itself. By default
   // one per core, at most 4: one Node thread tops out near a core, and the seed's peak mix (300 holds/s with 3,000
   // searches/s) needs more than one core of API (docs/benchmarks.md); 4 keeps a deployment's connections under 100.
-  // API processes behind PORT (node:cluster): one per core by default, at most DEFAULT_API_WORKERS_MAX (each holds
-  // 14 PostgreSQL connections), as one Node thread tops out near a core and the peak needs more. A catalogue write
-  // waits for every worker's search index before it answers (api/siblings.ts), so its next search shows it on any.
-  API_WORKERS: z.coerce.number().int().min(1).max(32).default(() => Math.min(DEFAULT_API_WORKERS_MAX, availableParallelism())),
+  // API processes behind PORT (node:cluster). More than one: a catalogue write waits for every worker's search index
+  // and /metrics sums every worker's (api/siblings.ts); why the default stays 1 is in docs/operations.md.
+  API_WORKERS: z.coerce.number().int().min(1).max(32).default(1),
   // Not in the contract: answer searches from in-memory indexes (when SEARCH_CACHE_TTL_S ≥ 2); off: every search
   // reads PostgreSQL through the Redis cache.
   SEARCH_INDEX: z.enum(['on', 'off']).default('on'),

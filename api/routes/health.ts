@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { z } from 'zod';
 import type { ApiDeps, ApiState } from '../context.js';
 import type { Operation } from '../openapi/operation.js';
-import { assertReady } from '../../shared/usecases/readiness.js';
+import { assertReady, SEARCH_LOAD_MAX_MS } from '../../shared/usecases/readiness.js';
 
 export function healthRoutes(deps: ApiDeps) {
   const router = new Router<ApiState>();
@@ -10,7 +10,7 @@ export function healthRoutes(deps: ApiDeps) {
     ctx.body = { status: 'ok' };
   });
   router.get('/ready', async (ctx) => {
-    await assertReady(deps, () => deps.redis.ping(), () => deps.searchIndex?.built() ?? true);
+    await assertReady(deps, () => deps.redis.ping(), () => deps.searchIndex?.builtOrGaveUp(SEARCH_LOAD_MAX_MS) ?? true);
     ctx.body = { status: 'ready' };
   });
   router.get('/metrics', async (ctx) => {

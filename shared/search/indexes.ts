@@ -59,10 +59,12 @@ export class SearchIndexes {
   private next: Promise<void> | null = null;
   private stopped = false;
   private lastWarn = 0;
+  private startedAt: number | null = null;
 
   constructor(private readonly db: PreparedDb, private readonly o: SearchIndexOptions) {}
 
   start(): void {
+    this.startedAt = Date.now();
     const loop = async () => {
       if (this.stopped) return;
       await this.pollAfterNow();
@@ -109,6 +111,11 @@ export class SearchIndexes {
    */
   built(): boolean {
     return this.carFeed.calendar !== null && this.stayFeed.calendar !== null;
+  }
+
+  /** Built, or its first load has taken longer than `maxMs` since start (then searches keep reading PostgreSQL). */
+  builtOrGaveUp(maxMs: number, now = Date.now()): boolean {
+    return this.built() || (this.startedAt !== null && now - this.startedAt > maxMs);
   }
 
   /** The car calendar when fresh enough to answer from, else null. */

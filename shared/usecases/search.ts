@@ -21,8 +21,11 @@ export interface SearchIndex {
   stays(fromDay: number): StayCalendar | null;
   /** Resolves once the calendars have read what was committed before the call (waiting a bounded time). */
   catchUp(): Promise<void>;
-  /** Both calendars have had their first load (searches read PostgreSQL before). */
-  built(): boolean;
+  /**
+   * Both calendars have had their first load (searches read PostgreSQL before), or it has taken longer than `maxMs`:
+   * a load that cannot end (a lock, a failing query) must not keep the process out of rotation for good.
+   */
+  builtOrGaveUp(maxMs: number): boolean;
 }
 
 /**

@@ -108,23 +108,30 @@ describe('npm start with API_WORKERS=2', () => {
     const host = token(env.JWT_SECRET!, { sub: '900', role: 'host' });
     const from = new Date(Math.ceil(Date.now() / 3_600_000) * 3_600_000 + 48 * 3_600_000);
     const period = `from=${from.toISOString()}&to=${new Date(from.getTime() + 7_200_000).toISOString()}`;
+    const carIds: number[] = [];
     for (let i = 0; i < 5; i++) {
       const city = `C${randomUUID().slice(0, 8)}`;
       const car = await onNewConnection(env.PORT, 'POST', '/cars', host,
         { plate: `W${randomUUID().slice(0, 8)}`, model: 'Morning', city, dailyPrice: 500_000, depositAmount: 1_000_000 });
       expect(car.status, car.text).toBe(201);
+      carIds.push(JSON.parse(car.text).id);
       for (let j = 0; j < 4; j++) {
         const found = await onNewConnection(env.PORT, 'GET', `/cars?city=${city}&${period}`);
         expect(JSON.parse(found.text).cars.map((c: { id: number }) => c.id), `car ${i}, search ${j}`).toEqual([JSON.parse(car.text).id]);
       }
     }
-    // /metrics counts the requests of both workers, whichever one is scraped.
+    // /metrics counts the requests of both workers, whichever one is scraped; the queue gauges are read once (one
+    // hold: one delayed expiry job, not one per worker).
+    const customer = token(env.JWT_SECRET!, { sub: '77', role: 'customer' });
+    const held = await onNewConnection(env.PORT, 'POST', '/bookings', customer,
+      { carId: carIds[0], from: from.toISOString(), to: new Date(from.getTime() + 7_200_000).toISOString() });
+    expect(held.status, held.text).toBe(201);
     for (let i = 0; i < 10; i++) expect((await onNewConnection(env.PORT, 'GET', '/health')).status).toBe(200);
     for (let scrape = 0; scrape < 2; scrape++) {
       const text = (await onNewConnection(env.PORT, 'GET', '/metrics')).text;
       const line = text.split('\n').find((l) => l.startsWith('http_request_duration_seconds_count{') && l.includes('route="/health"') && l.includes('status="200"'));
       expect(Number(line?.split(' ').at(-1)), `scrape ${scrape}: ${line}`).toBeGreaterThanOrEqual(10);
-      expect(text.match(/^outbox_unpublished_events /gm), 'the ops gauges, once').toHaveLength(1);
+      expect(text.match(/^queue_depth\{queue="expiry",state="delayed"\} (\d+)$/m)?.[1], 'the ops gauges, read once').toBe('1');
     }
     process.kill(sup.pid!, 'SIGKILL');
     await waitFor(async () => [api!, ...workers].every((pid) => !alive(pid)), 15_000, 100);

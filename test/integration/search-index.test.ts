@@ -206,6 +206,8 @@ describe('car search from the in-memory index', () => {
       idx.start();
       await waitFor(async () => idx.cars() !== null, 10_000); // the car index is built; the stay index waits
       expect(await ready()).toEqual({ status: 503, body: { error: { code: 'UNAVAILABLE', message: 'search indexes still loading', details: { searchIndex: 'loading' } } } });
+      // A first load that cannot end does not keep the process out of rotation for good (SEARCH_LOAD_MAX_MS).
+      expect([idx.builtOrGaveUp(60_000), idx.builtOrGaveUp(0)]).toEqual([false, true]);
       await lock.query('ROLLBACK');
       await waitFor(async () => (await ready()).status === 200, 10_000);
       expect(idx.built()).toBe(true);
