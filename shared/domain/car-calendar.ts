@@ -33,6 +33,12 @@ interface Entry {
 const sameCar = (a: IndexedCar, b: IndexedCar) => a.plate === b.plate && a.model === b.model && a.city === b.city
   && a.dailyPrice === b.dailyPrice && a.depositAmount === b.depositAmount && a.currency === b.currency && a.turnaroundMinutes === b.turnaroundMinutes;
 
+/** What an entry derives from its car (its answer, made once per catalogue change). */
+function carFields(car: IndexedCar): Pick<Entry, 'car' | 'answer' | 'json' | 'turnaroundMs'> {
+  const { turnaroundMinutes, ...answer } = car;
+  return { car, answer, json: JSON.stringify(answer), turnaroundMs: turnaroundMinutes * 60_000 };
+}
+
 const byPriceThenId = (a: Entry, b: Entry) => a.car.dailyPrice - b.car.dailyPrice || a.car.id - b.car.id;
 
 /** Index of the first interval whose end is after `t` (intervals sorted, disjoint). */
@@ -111,17 +117,11 @@ export class CarCalendar {
   }
 
   private entry(car: IndexedCar): Entry {
-    const e = { car, lo: [], hi: [], ids: [] } as unknown as Entry;
-    this.setCar(e, car);
-    return e;
+    return { ...carFields(car), lo: [], hi: [], ids: [] };
   }
 
   private setCar(e: Entry, car: IndexedCar): void {
-    const { turnaroundMinutes, ...answer } = car;
-    e.car = car;
-    e.answer = answer;
-    e.json = JSON.stringify(answer);
-    e.turnaroundMs = turnaroundMinutes * 60_000;
+    Object.assign(e, carFields(car));
   }
 
   /** Where `e` goes in its city's list: the first entry ordered after it. */

@@ -84,6 +84,11 @@ export class ProviderRejectedError extends Error {
   ) {
     super(`payment provider rejected the request with ${status}`);
   }
+
+  /** The request was refused and nothing was or will be made: any 4xx but 409 (the key in flight) and 429 (not now). */
+  get madeNothing(): boolean {
+    return this.status >= 400 && this.status < 500 && this.status !== 409 && this.status !== 429;
+  }
 }
 
 /** Retry-After as seconds or an HTTP date, in ms from `now`; null when absent or unreadable. */

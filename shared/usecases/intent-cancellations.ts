@@ -79,7 +79,7 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
           await answerIntentCreate(deps.db, b.id, c.idempotencyKey, intent.id);
         } catch (e) {
           // Refused (4xx): nothing was made with that key. A 409 (the key in flight) or a 429 is no answer yet.
-          if (e instanceof ProviderRejectedError && e.status !== 409 && e.status !== 429) {
+          if (e instanceof ProviderRejectedError && e.madeNothing) {
             await answerIntentCreate(deps.db, b.id, c.idempotencyKey, null);
           } else {
             replayFailure ??= e;

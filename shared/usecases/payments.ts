@@ -86,8 +86,9 @@ async function createIntent(deps: Deps, b: Booking): Promise<PaymentIntent | { i
   } catch (e) {
     if (e instanceof ProviderUnreachableError) return { inDoubt: 'the payment provider did not answer; try again' };
     if (e instanceof ProviderRejectedError) {
-      // Refused: nothing was made. Not a 409: the same key is in flight in another request, whose answer counts.
-      if (e.status !== 409) await answerIntentCreate(deps.db, b.id, create.idempotencyKey, null);
+      // Refused: nothing was made. Not a 409 (the same key in flight in another request, whose answer counts) nor a
+      // 429: those leave the create unanswered.
+      if (e.madeNothing) await answerIntentCreate(deps.db, b.id, create.idempotencyKey, null);
       throw new DomainError('UNAVAILABLE', 'the payment provider refused to create the payment');
     }
     throw e;

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../shared/db/migrate.js';
 import { readProcfile, supervisedProcesses } from '../../scripts/procfile.js';
 import { ADMIN_DB } from '../helpers/harness.js';
 import { sleep, token, waitFor } from '../helpers/http.js';
+import { send } from '../fuzz/raw-http.js';
 import { alive, childrenOf, freePort, ROOT, spawnTs, testSecrets } from '../helpers/processes.js';
 
 const databases: string[] = [];
@@ -29,19 +29,11 @@ async function environment() {
   };
 }
 
-/** One request on a connection of its own (no keep-alive pool): the cluster hands each to the next worker. */
-function onNewConnection(port: string, method: string, path: string, bearer?: string, body?: unknown): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const req = http.request({ host: '127.0.0.1', port: Number(port), method, path, agent: false, headers: {
-      connection: 'close', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...(payload ? { 'content-type': 'application/json' } : {}),
-    } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-    });
-    req.on('error', reject).end(payload);
-  });
-}
+/** One request on a connection of its own (Connection: close): the cluster hands each to the next worker. */
+const onNewConnection = (port: string, method: string, path: string, bearer?: string, body?: unknown) => send(`http://127.0.0.1:${port}`, {
+  method, path, body: body === undefined ? undefined : JSON.stringify(body),
+  headers: { connection: 'close', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+});
 
 const ready = (port: string) => fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0);
 
