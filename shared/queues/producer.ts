@@ -7,6 +7,7 @@ import { logger } from '../logger.js';
 import { closeRedis, redisClient, type RedisClient, type RedisRole } from '../redis.js';
 import { QUEUES, jobOptions } from './registry.js';
 import { KeptAdds } from './kept-adds.js';
+import { AddBatches } from './add-batches.js';
 
 // The producer side of the queues: what a process adds right after the commit that owes the work. It fails fast:
 // a client without an offline queue and with a short command timeout, checked for readiness before each add, and
@@ -99,12 +100,15 @@ export function openProducers(
   }, RETRY_EVERY_MS);
   retryTimer.unref();
 
+  // Concurrent callers' adds of a kind go to Redis together (add-batches.ts: one wake of the workers per batch).
+  const batches = Object.fromEntries(JOB_KINDS.map((k) => [k, new AddBatches<BullJob>((jobs) =>
+    jobs.length === 1 ? queues[k].add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts) : queues[k].addBulk(jobs))])) as Record<JobKind, AddBatches<BullJob>>;
+
   async function addKind(kind: ObligationKind, requests: JobRequest[]): Promise<number> {
     const q = queues[kind];
     const jobs = requests.map((r) => bullJobOf(r));
     try {
-      if (jobs.length === 1) await q.add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts);
-      else await q.addBulk(jobs);
+      await batches[kind].add(jobs);
     } catch (err) {
       noteFailure(kind, err);
       jobsEnqueueFailed.inc({ queue: kind }, requests.length);

@@ -155,6 +155,7 @@ export class SearchIndexes {
       // The first build fills a calendar nobody reads yet; later rebuilds work on the live one in place, in slices
       // (see rebuildCars), so no request waits for them and no old calendar is left to the garbage collector.
       const cal = f.calendar ?? new CarCalendar();
+      cal.rebase(now);
       await reloadCars(this.db, cal, !f.calendar);
       const cursor = new TailCursor(start);
       this.catalogueCursor = new TailCursor(catalogueStart);

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { DelayedError, Queue, Worker, type Job } from 'bullmq';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../shared/config.js';
@@ -204,5 +205,42 @@ describe('BullMQ 6.7: what the job design relies on', () => {
     // Ids that are integers or contain ':' are refused (ours are `{kind}-{key}-g{gen}`).
     await expect(queue.add('x', {}, { jobId: '42' })).rejects.toThrow(/integer/i);
     await expect(queue.add('x', {}, { jobId: 'a:b' })).rejects.toThrow(/:/);
+  });
+
+  it('each delayed add re-adds the marker and wakes a worker blocked on it; one addBulk (a pipeline) wakes it about once', async () => {
+    const { queue, prefix, name, worker } = setup();
+    worker(async () => 'never due');
+    // The worker's blocking reads of the queue's marker, as the server sees them (MONITOR on a plain socket: ioredis's
+    // monitor mode races its own ready check).
+    const monitor = net.connect(6379, '127.0.0.1');
+    await new Promise((r) => monitor.once('connect', r));
+    let wakes = 0;
+    let seen = '';
+    const read = new RegExp(`"bzpopmin" "${prefix}:\\{contract\\}:marker"`, 'gi');
+    monitor.on('data', (chunk) => {
+      seen += chunk.toString('utf8');
+      const lines = seen.split('\r\n');
+      seen = lines.pop()!;
+      for (const l of lines) wakes += l.match(read)?.length ?? 0;
+    });
+    monitor.write('MONITOR\r\n');
+    await sleep(100);
+    const settle = async () => {
+      await sleep(300);
+      const n = wakes;
+      wakes = 0;
+      return n;
+    };
+    await settle();
+    for (let i = 0; i < 20; i++) {
+      await queue.add('x', {}, { jobId: `one-${i}`, delay: 600_000 });
+      await sleep(20);
+    }
+    const oneByOne = await settle();
+    await queue.addBulk(Array.from({ length: 20 }, (_, i) => ({ name: 'x', data: {}, opts: { jobId: `bulk-${i}`, delay: 600_000 } })));
+    const bulk = await settle();
+    monitor.destroy();
+    expect(oneByOne).toBeGreaterThanOrEqual(15);
+    expect(bulk).toBeLessThanOrEqual(3);
   });
 });

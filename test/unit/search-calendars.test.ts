@@ -109,6 +109,121 @@ describe('CarCalendar catalogue, changed car by car (the catalogue feed and the 
   });
 });
 
+describe('CarCalendar busy bits (the walk skips cars busy in a bucket wholly inside the period)', () => {
+  it('answers as the plain rule through any interleaving of adds, removes, reloads, moves, turnarounds, listings, drops, catalogues, rebases and searches', () => {
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('add' as const), car: fc.nat(), start: fc.integer({ min: 0, max: 400 }), len: fc.integer({ min: 1, max: 100 }) }),
+      fc.record({ kind: fc.constant('remove' as const), pick: fc.nat() }),
+      fc.record({ kind: fc.constant('load' as const), car: fc.nat(), starts: fc.array(fc.integer({ min: 0, max: 400 }), { maxLength: 4 }), len: fc.integer({ min: 1, max: 60 }) }),
+      fc.record({ kind: fc.constant('move' as const), car: fc.nat(), price: fc.integer({ min: 1, max: 9 }), city: fc.constantFrom('A', 'B') }),
+      fc.record({ kind: fc.constant('drop' as const), car: fc.nat() }),
+      fc.record({ kind: fc.constant('turnaround' as const), car: fc.nat(), minutes: fc.integer({ min: 0, max: 600 }) }),
+      fc.record({ kind: fc.constant('catalogue' as const), car: fc.nat(), price: fc.integer({ min: 1, max: 9 }) }),
+      fc.record({ kind: fc.constant('list' as const), price: fc.integer({ min: 1, max: 9 }), city: fc.constantFrom('A', 'B') }),
+      fc.record({ kind: fc.constant('rebase' as const), at: fc.integer({ min: 0, max: 10 * 24 }) }),
+      fc.record({ kind: fc.constant('search' as const), city: fc.constantFrom('A', 'B'), start: fc.integer({ min: 0, max: 420 }), len: fc.integer({ min: 1, max: 200 }), limit: fc.integer({ min: 1, max: 80 }) }),
+    );
+    fc.assert(fc.property(fc.integer({ min: 1, max: 70 }), fc.array(op, { minLength: 20, maxLength: 120 }), (cars, ops) => {
+      const cal = new CarCalendar();
+      const truth = new Map<number, IndexedCar>();
+      for (let id = 1; id <= cars; id++) truth.set(id, car(id, id % 3 ? 'A' : 'B', 1 + (id * 7) % 5, (id % 4) * 30));
+      cal.setCars([...truth.values()]);
+      let active: { id: number; carId: number; lo: number; hi: number }[] = [];
+      let nextId = 1;
+      const free = (carId: number, lo: number, hi: number) => !active.some((a) => a.carId === carId && a.lo < hi && lo < a.hi);
+      const ids = () => [...truth.keys()];
+      for (const o of ops) {
+        if (o.kind === 'add') {
+          const c = truth.get(ids()[o.car % truth.size]!);
+          if (!c) continue;
+          const lo = o.start * H;
+          const hi = (o.start + o.len) * H + c.turnaroundMinutes * 60_000;
+          if (!free(c.id, lo, hi)) continue;
+          active.push({ id: nextId, carId: c.id, lo, hi });
+          cal.add(nextId++, c.id, lo, hi);
+        } else if (o.kind === 'remove') {
+          if (!active.length) continue;
+          const a = active[o.pick % active.length]!;
+          active = active.filter((x) => x !== a);
+          cal.remove(a.id);
+        } else if (o.kind === 'load') {
+          const c = truth.get(ids()[o.car % truth.size]!);
+          if (!c) continue;
+          active = active.filter((a) => a.carId !== c.id);
+          const mine: { id: number; carId: number; lo: number; hi: number }[] = [];
+          for (const st of [...new Set(o.starts)].sort((x, y) => x - y)) {
+            const lo = st * H;
+            const hi = (st + o.len) * H;
+            if (mine.some((a) => a.lo < hi && lo < a.hi)) continue;
+            mine.push({ id: nextId++, carId: c.id, lo, hi });
+          }
+          active.push(...mine);
+          cal.load(c.id, mine.map((a) => [a.id, a.lo, a.hi]));
+        } else if (o.kind === 'move') {
+          const id = ids()[o.car % truth.size];
+          if (id === undefined) continue;
+          const c = { ...truth.get(id)!, city: o.city, dailyPrice: o.price };
+          truth.set(id, c);
+          cal.upsertCar(c);
+        } else if (o.kind === 'turnaround') {
+          // A longer turnaround, in place (no move): intervals already held keep theirs; new searches use it.
+          const id = ids()[o.car % truth.size]!;
+          const c = { ...truth.get(id)!, turnaroundMinutes: o.minutes };
+          truth.set(id, c);
+          cal.upsertCar(c);
+        } else if (o.kind === 'drop') {
+          if (truth.size <= 1) continue;
+          const id = ids()[o.car % truth.size]!;
+          truth.delete(id);
+          active = active.filter((a) => a.carId !== id);
+          cal.retainCars(new Set(truth.keys()));
+        } else if (o.kind === 'catalogue') {
+          // A whole catalogue at once, one car's price changed in it.
+          const id = ids()[o.car % truth.size]!;
+          truth.set(id, { ...truth.get(id)!, dailyPrice: o.price });
+          cal.setCars([...truth.values()].reverse());
+        } else if (o.kind === 'list') {
+          const c = car(Math.max(0, ...truth.keys()) + 1, o.city, o.price, 0);
+          truth.set(c.id, c);
+          cal.upsertCar(c);
+        } else if (o.kind === 'rebase') {
+          cal.rebase(o.at * H);
+        } else {
+          const from = o.start * H;
+          const to = (o.start + o.len) * H;
+          const expected = [...truth.values()]
+            .filter((c) => c.city === o.city && free(c.id, from, to + c.turnaroundMinutes * 60_000))
+            .sort((a, b) => a.dailyPrice - b.dailyPrice || a.id - b.id)
+            .slice(0, o.limit)
+            .map((c) => c.id);
+          expect(cal.search(o.city, from, to, o.limit).map((c) => c.id)).toEqual(expected);
+        }
+      }
+    }), { numRuns: 300 });
+  });
+});
+
+describe('CarCalendar busy bits, by example', () => {
+  it('a longer turnaround in place reaches a booking the bits made for the old one would call idle', () => {
+    const cal = new CarCalendar();
+    cal.setCars([car(1, 'A', 5, 0)]);
+    cal.add(7, 1, 10 * H, 12 * H);
+    expect(cal.search('A', 0, 8 * H, 5).map((c) => c.id)).toEqual([1]);
+    cal.upsertCar(car(1, 'A', 5, 300)); // [0, 8 h + 5 h) now reaches [10 h, 12 h)
+    expect(cal.search('A', 0, 8 * H, 5)).toEqual([]);
+  });
+
+  it('skips a car busy in a bucket inside the period, and lists one whose interval ends before it', () => {
+    const cal = new CarCalendar();
+    cal.setCars([car(1, 'A', 5, 0), car(2, 'A', 6, 0)]);
+    cal.add(7, 1, 30 * H, 31 * H);
+    cal.add(8, 2, 20 * H, 24 * H);
+    expect(cal.search('A', 24 * H, 48 * H, 5).map((c) => c.id)).toEqual([2]);
+    cal.remove(7);
+    expect(cal.search('A', 24 * H, 48 * H, 5).map((c) => c.id)).toEqual([1, 2]);
+  });
+});
+
 describe('eachPair', () => {
   it('reads "a,b;c,d" as the number pairs tuples() reads, negatives included', () => {
     fc.assert(fc.property(fc.array(fc.tuple(fc.integer({ min: -1000, max: 100_000 }), fc.integer({ min: -5, max: 1_000_000 })), { maxLength: 30 }), (pairs) => {
