@@ -4,7 +4,7 @@
 // re-adds a queue's marker on every delayed add, and a worker blocked on the marker wakes for each one (pinned by
 // test/integration/bullmq-contract.test.ts); one pipeline wakes it about once. Fewer writes for the API, too.
 
-/** Jobs a batch carries at most; callers beyond it form the next batch. */
+/** A batch takes callers until it holds this many jobs; later callers form the next batch (one caller's jobs stay together). */
 export const MAX_BATCH = 500;
 
 interface Caller {
