@@ -34,7 +34,11 @@ const schema = z.object({
   HOLD_RATE_WINDOW_S: int(900, 1),
   PAYMENT_GRACE_S: int(600),
   // Not in the contract: how long a job's claim on its row lasts (lease_until): a claim whose process died is free
-  // again after it. Outlives any one attempt (a provider call is 2 s per try, at most 3 tries).
+  // again after it. Meant to outlive an attempt (a provider call is 2 s per try, at most 3 tries); one that does not
+  // (slow lookups, a stalled process) sends no refund POST after it. A refund's claim is renewed to LEASE_S as its POST
+  // leaves, and held that long when the POST goes unanswered: LEASE_S must also outlast how late the provider may
+  // carry out a request its client gave up on, or a refund's next attempt may miss that POST's refund (and pay again
+  // once the provider has forgotten the key). shared/usecases/refunds.ts.
   LEASE_S: int(30, 1),
   // Not in the contract: BullMQ's job lock (lockDuration) and stalled-job check interval, in seconds: a worker that
   // dies mid-job has its job taken up again within about twice this.

@@ -7,6 +7,9 @@ import { sql, type CommonQueryMethods } from './pool.js';
 // passed; the row's due column is pushed to lease_until meanwhile, so the reconciler reads "overdue" as "its job is
 // late or lost", never "its job is working on it". Attempts are counted at the claim (a pass that dies mid-call
 // still counts). The claim also refuses a job of an older generation than the row's (a stale duplicate).
+// A lease is time, not a lock: its holder can outlive it (a slow call, a stalled process) while another claims the
+// row. A holder about to do what must happen once (a refund's POST) renews first (renewLease), and does nothing when
+// the renewal finds the lease no longer its own.
 
 export interface LeasedTable {
   table: 'refund' | 'notification' | 'intent_cancellation' | 'booking';
@@ -76,12 +79,21 @@ export interface Release {
   uncount?: boolean;
   /** More columns to set, e.g. the provider's refund id once an answer gave it. */
   set?: ReturnType<typeof sql.fragment>;
+  /**
+   * The row stays unclaimable until its lease_until (and due no earlier): only the token is dropped. For a call whose
+   * outcome is unknown (a timeout) that the other side may still carry out until then.
+   */
+  keepLease?: boolean;
 }
 
 /** Ends a claim without settling the row: due again after `retryInMs`. False when the token no longer holds it. */
 export async function releaseLease(db: CommonQueryMethods, t: LeasedTable, key: KeyValues, token: string, r: Release): Promise<boolean> {
+  const due = sql.identifier([t.due]);
   const sets = [
-    sql.fragment`lease_token = NULL`, sql.fragment`lease_until = NULL`, sql.fragment`${sql.identifier([t.due])} = now() + ${secs(r.retryInMs)}`,
+    sql.fragment`lease_token = NULL`,
+    ...(r.keepLease
+      ? [sql.fragment`${due} = greatest(lease_until, now() + ${secs(r.retryInMs)})`]
+      : [sql.fragment`lease_until = NULL`, sql.fragment`${due} = now() + ${secs(r.retryInMs)}`]),
     ...(t.attempts && r.error !== undefined ? [sql.fragment`last_error = ${r.error === null ? null : r.error.slice(0, 1000)}`] : []),
     ...(t.attempts && r.uncount ? [sql.fragment`attempts = greatest(0, attempts - 1)`] : []),
     ...(r.set ? [r.set] : []),
@@ -90,4 +102,20 @@ export async function releaseLease(db: CommonQueryMethods, t: LeasedTable, key: 
     UPDATE ${sql.identifier([t.table])} SET ${sql.join(sets, sql.fragment`, `)}
     WHERE ${whereKey(t, key)} AND lease_token = ${token}::uuid`);
   return res.rowCount === 1;
+}
+
+/**
+ * The token's holder renews its claim to `leaseMs` from now, if it still holds it: same token, lease not yet run out,
+ * row still owed. False otherwise: another claim may hold the row now (or it is settled), so the holder must not
+ * act on it. `set`: more columns written in the same statement. The due column follows the lease, as at the claim.
+ */
+export async function renewLease(
+  db: CommonQueryMethods, t: LeasedTable, key: KeyValues, token: string, leaseMs: number, set?: ReturnType<typeof sql.fragment>,
+): Promise<Lease | null> {
+  const due = sql.identifier([t.due]);
+  return db.maybeOne(sql.type(claimRow)`
+    UPDATE ${sql.identifier([t.table])}
+    SET lease_until = now() + ${secs(leaseMs)}, ${due} = now() + ${secs(leaseMs)}${set ? sql.fragment`, ${set}` : sql.fragment``}
+    WHERE ${whereKey(t, key)} AND ${t.open} AND lease_token = ${token}::uuid AND lease_until > now()
+    RETURNING lease_token::text AS token, ${t.attempts ? sql.fragment`attempts` : sql.fragment`0`} AS attempts, lease_until AS "leaseUntil"`);
 }

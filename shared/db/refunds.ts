@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
-import { claimLease, leaseState, LEASED, releaseLease } from './leases.js';
+import { claimLease, leaseState, LEASED, releaseLease, renewLease } from './leases.js';
 
 export const refundRow = z.object({
   id: z.number(),
@@ -11,11 +11,13 @@ export const refundRow = z.object({
   status: z.enum(['PENDING', 'SUCCEEDED', 'FAILED']),
   providerRefundId: z.string().nullable(),
   gen: z.number(),
+  /** When an attempt last sent POST /v1/refunds for it (recorded before sending; null: never POSTed). */
+  postedAt: z.string().nullable().transform((s) => (s === null ? null : new Date(s))),
 });
 export type RefundRow = z.infer<typeof refundRow>;
 
 const columns = sql.fragment`id, booking_id AS "bookingId", payment_intent_id AS "paymentIntentId", amount, currency, status,
-  provider_refund_id AS "providerRefundId", job_gen AS gen`;
+  provider_refund_id AS "providerRefundId", job_gen AS gen, posted_at AS "postedAt"`;
 
 export interface NewRefund {
   bookingId: number;
@@ -69,25 +71,40 @@ export async function claimRefund(db: CommonQueryMethods, id: number, gen: numbe
 export const refundLeaseState = (db: CommonQueryMethods, id: number) => leaseState(db, LEASED.refund, [id]);
 
 /**
+ * The claim's holder is about to send POST /v1/refunds: only while its claim still holds the row (same token, lease
+ * not run out, PENDING) does it record posted_at and renew the lease to a full `leaseMs`, in one statement committed
+ * before the request leaves; null otherwise, and then it must not POST (another attempt may hold the row and POST).
+ * The renewed lease covers the POST: no other attempt claims the row until it ends (see releaseRefund's keepLease).
+ */
+export async function fenceRefundPost(db: CommonQueryMethods, claim: { id: number; leaseToken: string }, leaseMs: number) {
+  return renewLease(db, LEASED.refund, [claim.id], claim.leaseToken, leaseMs, sql.fragment`posted_at = now(), updated_at = now()`);
+}
+
+/**
  * Ends a claim without settling: the provider refund id when an answer gave one (kept once known), the attempt's
- * error, the next try `retryInMs` from now. Only the claim's holder writes (its token).
+ * error, the next try `retryInMs` from now. Only the claim's holder writes (its token). `keepLease`: a POST whose
+ * outcome is unknown was sent under this claim; the row stays unclaimable until the lease fenceRefundPost renewed
+ * runs out, so no attempt looks for that POST's refund while the provider may still be carrying it out.
  */
 export async function releaseRefund(
   db: CommonQueryMethods,
   claim: { id: number; leaseToken: string },
-  a: { providerRefundId?: string | null; error?: string | null; retryInMs: number; uncount?: boolean },
+  a: { providerRefundId?: string | null; error?: string | null; retryInMs: number; uncount?: boolean; keepLease?: boolean },
 ): Promise<boolean> {
   return releaseLease(db, LEASED.refund, [claim.id], claim.leaseToken, {
-    retryInMs: a.retryInMs, error: a.error ?? null, uncount: a.uncount,
+    retryInMs: a.retryInMs, error: a.error ?? null, uncount: a.uncount, keepLease: a.keepLease,
     set: sql.fragment`updated_at = now(), provider_refund_id = coalesce(provider_refund_id, ${a.providerRefundId ?? null})`,
   });
 }
 
-/** Provider refund ids some refund row already owns (a listed refund adopted by another row is not ours). */
-export async function ownedProviderRefundIds(db: CommonQueryMethods, ids: readonly string[]): Promise<Set<string>> {
+/**
+ * Provider refund ids some refund row other than `refundId` already owns (a listed refund another row adopted is not
+ * ours; one this row already owns is, e.g. recorded by an attempt that overlapped this one).
+ */
+export async function ownedProviderRefundIds(db: CommonQueryMethods, ids: readonly string[], refundId: number): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await db.any(sql.type(z.object({ id: z.string() }))`
-    SELECT provider_refund_id AS id FROM refund WHERE provider_refund_id = ANY(${sql.array(ids, 'text')})`);
+    SELECT provider_refund_id AS id FROM refund WHERE provider_refund_id = ANY(${sql.array(ids, 'text')}) AND id <> ${refundId}`);
   return new Set(rows.map((r) => r.id));
 }
 

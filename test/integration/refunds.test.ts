@@ -10,7 +10,9 @@ import { startJobWorker } from '../../workers/lib/job-worker.js';
 // Refunds are paid asynchronously, once, whatever the provider answers; FAILED only when it says so.
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000' } });
+  // LEASE_S 5: a refund POST left unanswered (the provider gone mid-request) holds its refund until the lease it was
+  // sent under ends, in case the provider still carries it out (shared/usecases/refunds.ts); 30 s by default.
+  h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000', LEASE_S: '5' } });
 });
 afterEach(async () => {
   await sandbox(h).resetFaults();
