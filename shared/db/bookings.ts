@@ -162,6 +162,18 @@ export async function transition(
   return r.rowCount === 1;
 }
 
+const depositRow = z.object({ status: z.string(), depositVersion: z.number() });
+
+/**
+ * The booking's status and deposit version, its row share-locked until the caller's transaction ends: a move out of
+ * HOLD or a change of the deposit that has not committed yet waits for that transaction, one that has is what this
+ * reads. Null when there is no such booking.
+ */
+export async function lockDepositOf(db: CommonQueryMethods, id: number) {
+  return db.maybeOne(sql.type(depositRow)`
+    SELECT status, deposit_version AS "depositVersion" FROM booking WHERE id = ${id} FOR SHARE`);
+}
+
 /** Notes that a payment may be in flight; false when the booking is no longer a HOLD. */
 export async function markPayRequested(db: CommonQueryMethods, id: number, at: Date): Promise<boolean> {
   const r = await db.query(sql.typeAlias('void')`

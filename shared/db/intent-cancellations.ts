@@ -56,26 +56,98 @@ export interface IntentCreate {
   currency: string;
 }
 
-/** Writes the create before it is sent (once per key), committed on its own. */
-export async function recordIntentCreate(db: CommonQueryMethods, bookingId: number, c: IntentCreate): Promise<void> {
-  await db.query(sql.typeAlias('void')`
-    INSERT INTO intent_create (booking_id, idempotency_key, amount, currency)
-    VALUES (${bookingId}, ${c.idempotencyKey}, ${c.amount}, ${c.currency})
-    ON CONFLICT (booking_id, idempotency_key) DO NOTHING`);
+// A create is settled ("answered") once the provider has answered it with an intent (every send of its key gets that
+// intent back, one sent long ago and carried out late included), or refused it while nothing else could have been
+// made with its key. Until then the booking's intent cancellation sends it again (migrations 025, 027).
+
+/**
+ * Writes the create before it is sent (once per key), committed on its own. True when this call wrote it: no send
+ * of its key was made before (every sender writes the create first).
+ */
+export async function recordIntentCreate(db: CommonQueryMethods, bookingId: number, c: IntentCreate): Promise<boolean> {
+  return (await markIntentCreateSent(db, bookingId, c)).fresh;
 }
 
-/** The provider answered the create with `intentId` (or, `intentId` null, refused it: nothing was made). */
-export async function answerIntentCreate(db: CommonQueryMethods, bookingId: number, idempotencyKey: string, intentId: string | null): Promise<void> {
-  await db.query(sql.typeAlias('void')`
-    UPDATE intent_create SET answered_at = now(), intent_id = ${intentId}
-    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey} AND answered_at IS NULL`);
+/**
+ * Writes that a send of the create is about to leave (sent_at), the create too when it is new (`fresh`). `sentAt`:
+ * the time written, as the database prints it (settleRefusedIntentCreate compares it exactly).
+ */
+export async function markIntentCreateSent(db: CommonQueryMethods, bookingId: number, c: IntentCreate) {
+  return db.one(sql.type(z.object({ fresh: z.boolean(), sentAt: z.string() }))`
+    INSERT INTO intent_create (booking_id, idempotency_key, amount, currency, sent_at)
+    VALUES (${bookingId}, ${c.idempotencyKey}, ${c.amount}, ${c.currency}, clock_timestamp())
+    ON CONFLICT (booking_id, idempotency_key) DO UPDATE SET sent_at = clock_timestamp()
+    RETURNING (xmax = 0) AS fresh, sent_at::text AS "sentAt"`);
 }
 
-const createRow = z.object({ idempotencyKey: z.string(), amount: z.number(), currency: z.string() });
+/** The database's time, as it prints it: an attempt takes it before it lists the booking's intents. */
+export async function databaseNow(db: CommonQueryMethods): Promise<string> {
+  return db.oneFirst(sql.type(z.object({ now: z.string() }))`SELECT clock_timestamp()::text AS now`);
+}
+
+/**
+ * A replay the provider refused on its only attempt (it made nothing) settles the create with nothing, when nothing
+ * else could still make an intent with its key: no send since the replay's own (`ownSentAt`), none in doubt or sent
+ * within `lateS` before the attempt listed the booking's intents (`listedAt`), so whatever an earlier send made was in
+ * that list, and cancelled. `lastSentAt`: the create's last send before the replay (unansweredIntentCreates). A
+ * create the provider refuses for good is then settled instead of retried forever; one sent recently waits.
+ */
+export async function settleRefusedIntentCreate(
+  db: CommonQueryMethods, bookingId: number, idempotencyKey: string,
+  t: { lastSentAt: string; ownSentAt: string; listedAt: string; lateS: number },
+): Promise<boolean> {
+  const r = await db.query(sql.typeAlias('void')`
+    UPDATE intent_create SET answered_at = now()
+    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey} AND answered_at IS NULL AND intent_id IS NULL
+      AND sent_at = ${t.ownSentAt}::timestamptz
+      AND ${t.lastSentAt}::timestamptz < ${t.listedAt}::timestamptz - make_interval(secs => ${t.lateS})
+      AND (doubted_at IS NULL OR doubted_at < ${t.listedAt}::timestamptz - make_interval(secs => ${t.lateS}))`);
+  return r.rowCount === 1;
+}
+
+/** The provider answered the create with `intentId`: settled (also one settled as refused, should that come first). */
+export async function answerIntentCreate(db: CommonQueryMethods, bookingId: number, idempotencyKey: string, intentId: string): Promise<void> {
+  await db.query(sql.typeAlias('void')`
+    UPDATE intent_create SET answered_at = coalesce(answered_at, now()), intent_id = ${intentId}
+    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey} AND intent_id IS NULL`);
+}
+
+/**
+ * The provider refused the only send so far of a create the caller wrote itself (recordIntentCreate's true): nothing
+ * was made, settled. Not when a send of it is in doubt (doubted_at): that one may still make the intent.
+ */
+export async function refuseIntentCreate(db: CommonQueryMethods, bookingId: number, idempotencyKey: string): Promise<void> {
+  await db.query(sql.typeAlias('void')`
+    UPDATE intent_create SET answered_at = now()
+    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey} AND answered_at IS NULL AND doubted_at IS NULL`);
+}
+
+/**
+ * A send of the create went unanswered: in doubt (doubted_at), and unanswered again if a refusal of another send had
+ * settled it with nothing (an intent answer stands: the late send gets that intent back).
+ */
+export async function doubtIntentCreate(db: CommonQueryMethods, bookingId: number, idempotencyKey: string): Promise<void> {
+  await db.query(sql.typeAlias('void')`
+    UPDATE intent_create SET doubted_at = now(), answered_at = CASE WHEN intent_id IS NULL THEN NULL ELSE answered_at END
+    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey}`);
+}
+
+const createRow = z.object({ idempotencyKey: z.string(), amount: z.number(), currency: z.string(), lastSentAt: z.string() });
 
 /** The booking's creates the provider has not answered yet, oldest first. */
-export async function unansweredIntentCreates(db: CommonQueryMethods, bookingId: number): Promise<readonly IntentCreate[]> {
+/** `lastSentAt`: its last send, as the database prints it (the latest of created_at, sent_at and doubted_at). */
+export async function unansweredIntentCreates(
+  db: CommonQueryMethods, bookingId: number,
+): Promise<readonly (IntentCreate & { lastSentAt: string })[]> {
   return db.any(sql.type(createRow)`
-    SELECT idempotency_key AS "idempotencyKey", amount, currency
+    SELECT idempotency_key AS "idempotencyKey", amount, currency,
+           greatest(created_at, sent_at, doubted_at)::text AS "lastSentAt"
     FROM intent_create WHERE booking_id = ${bookingId} AND answered_at IS NULL ORDER BY created_at, idempotency_key`);
+}
+
+/** The intents the provider answered the booking's creates with, by the create's Idempotency-Key. */
+export async function answeredIntentCreates(db: CommonQueryMethods, bookingId: number): Promise<readonly { idempotencyKey: string; intentId: string }[]> {
+  return db.any(sql.type(z.object({ idempotencyKey: z.string(), intentId: z.string() }))`
+    SELECT idempotency_key AS "idempotencyKey", intent_id AS "intentId" FROM intent_create
+    WHERE booking_id = ${bookingId} AND intent_id IS NOT NULL`);
 }

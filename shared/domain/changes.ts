@@ -148,6 +148,16 @@ export function depositEffect(status: BookingStatus, before: number, after: numb
 export const depositIntentKey = (bookingId: number, depositVersion: number): string =>
   depositVersion === 0 ? `deposit-${bookingId}` : `deposit-${bookingId}-v${depositVersion}`;
 
+/**
+ * Whether a create's key is for a deposit before `depositVersion` (superseded: versions only grow). A key of another
+ * shape is not any deposit's, so it counts as superseded too.
+ */
+export function isEarlierDepositKey(bookingId: number, key: string, depositVersion: number): boolean {
+  const m = /^deposit-(\d+)(?:-v(\d+))?$/.exec(key);
+  if (!m || Number(m[1]) !== bookingId) return true;
+  return Number(m[2] ?? 0) < depositVersion;
+}
+
 export interface NightDelta {
   roomTypeId: number;
   night: string;

@@ -7,6 +7,8 @@ import {
   timeout,
 } from 'cockatiel';
 import { z } from 'zod';
+import { RequestNotSent, ServerError, unansweredCause, unlessStopped } from './unanswered.js';
+export { RequestNotSent } from './unanswered.js';
 
 export const paymentIntentStatuses = ['requires_payment', 'processing', 'succeeded', 'failed', 'canceled'] as const;
 export const refundStatuses = ['pending', 'succeeded', 'failed'] as const;
@@ -71,6 +73,8 @@ function outcomeOf(e: unknown): PspCall['outcome'] {
 /** Connection error, timeout, 5xx or an unreadable answer, after all retries: the outcome is unknown. */
 export class ProviderUnreachableError extends Error {
   override name = 'ProviderUnreachableError';
+  /** The request left and no answer came (a timeout, a connection lost): the provider may yet carry it out. */
+  get unanswered(): boolean { return unansweredCause(this.cause); }
 }
 
 /** The provider answered 4xx: retrying the same request will not help. */
@@ -81,13 +85,22 @@ export class ProviderRejectedError extends Error {
     readonly body: unknown,
     /** A 429's (or 503's) Retry-After, in ms, when the provider sent one. */
     readonly retryAfterMs: number | null = null,
+    /**
+     * This answer came to a retry: an earlier attempt of the same call went unanswered (timed out, connection lost,
+     * 5xx), and the provider may still carry that one out (a slow provider finishes what a timed-out client sent).
+     */
+    readonly afterUnanswered = false,
   ) {
-    super(`payment provider rejected the request with ${status}`);
+    super(`payment provider rejected the request with ${status}${afterUnanswered ? ' (after an attempt that went unanswered)' : ''}`);
   }
 
-  /** The request was refused and nothing was or will be made: any 4xx but 409 (the key in flight) and 429 (not now). */
+  /**
+   * The call was refused and nothing was or will be made by it: any 4xx but 409 (the key in flight) and 429 (not
+   * now), answered to the call's only attempt. A refusal of a retry says nothing of the attempt before it, which
+   * may yet be carried out: such a call is in doubt, like one never answered.
+   */
   get madeNothing(): boolean {
-    return this.status >= 400 && this.status < 500 && this.status !== 409 && this.status !== 429;
+    return !this.afterUnanswered && this.status >= 400 && this.status < 500 && this.status !== 409 && this.status !== 429;
   }
 }
 
@@ -100,12 +113,6 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
-class ServerError extends Error {
-  override name = 'ServerError';
-  constructor(readonly status: number) {
-    super(`payment provider answered ${status}`);
-  }
-}
 
 // Not cockatiel's isTaskCancelledError: in 3.2.1 it tests the wrong marker and is always false.
 const isTimeout = (e: unknown) => e instanceof TaskCancelledError;
@@ -123,8 +130,9 @@ function attemptPolicy(timeoutMs: number, retries: number, backoffInitialMs: num
   });
   const inner = timeout(timeoutMs, TimeoutStrategy.Aggressive);
   return {
-    execute: <T>(fn: (c: { signal: AbortSignal }) => Promise<T>, gate?: () => Promise<void>) => outer.execute(async () => {
+    execute: <T>(fn: (c: { signal: AbortSignal }) => Promise<T>, gate?: () => Promise<void>, beforeSend?: () => Promise<void>) => outer.execute(async () => {
       await gate?.();
+      await unlessStopped(beforeSend);
       return inner.execute(fn);
     }),
   };
@@ -162,7 +170,7 @@ export class PspClient {
     input: { amount: number; currency: string; reference: string },
     idempotencyKey: string,
   ): Promise<PaymentIntent> {
-    return this.request('POST', '/v1/payment_intents', paymentIntentSchema, input, idempotencyKey);
+    return this.request('POST', '/v1/payment_intents', paymentIntentSchema, input, { idempotencyKey });
   }
 
   getPaymentIntent(id: string): Promise<PaymentIntent> {
@@ -191,12 +199,14 @@ export class PspClient {
   /**
    * ONE attempt, never retried here: once the provider has forgotten the key, a retried POST whose first
    * attempt did create the refund pays it twice. The caller looks the refund up before posting again.
+   * `beforeSend`, right before the request leaves (after the rate gate): the caller's last check that it may POST.
    */
   createRefund(
     input: { paymentIntentId: string; amount: number; reference: string },
     idempotencyKey: string,
+    o: { beforeSend?: () => Promise<void> } = {},
   ): Promise<Refund> {
-    return this.request('POST', '/v1/refunds', refundSchema, input, idempotencyKey, this.single);
+    return this.request('POST', '/v1/refunds', refundSchema, input, { idempotencyKey, policy: this.single, beforeSend: o.beforeSend });
   }
 
   getRefund(id: string): Promise<Refund> {
@@ -215,18 +225,19 @@ export class PspClient {
     path: string,
     schema: z.ZodType<T, z.ZodTypeDef, unknown>,
     body?: unknown,
-    idempotencyKey?: string,
-    policy = this.policy,
+    o: SendOptions = {},
   ): Promise<T> {
     const started = performance.now();
     let outcome: PspCall['outcome'] = 'ok';
+    let sent = true; // false: beforeSend stopped the request, which is then no call of the provider
     try {
-      return await this.send(method, path, schema, body, idempotencyKey, policy);
+      return await this.send(method, path, schema, body, o);
     } catch (e) {
+      sent = !(e instanceof RequestNotSent);
       outcome = outcomeOf(e);
       throw e;
     } finally {
-      this.onCall?.({ operation: operationOf(method, path), outcome, seconds: (performance.now() - started) / 1000 });
+      if (sent) this.onCall?.({ operation: operationOf(method, path), outcome, seconds: (performance.now() - started) / 1000 });
     }
   }
 
@@ -235,8 +246,7 @@ export class PspClient {
     path: string,
     schema: z.ZodType<T, z.ZodTypeDef, unknown>,
     body?: unknown,
-    idempotencyKey?: string,
-    policy = this.policy,
+    { idempotencyKey, policy = this.policy, beforeSend }: SendOptions = {},
   ): Promise<T> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -245,19 +255,26 @@ export class PspClient {
     const payload = body === undefined ? undefined : JSON.stringify(body);
 
     let answer: { status: number; text: string; retryAfter: string | null };
+    // Attempts that left: the policy retries only an attempt that went unanswered (transient), so every one before
+    // the last was unanswered.
+    let attempts = 0;
     try {
       answer = await policy.execute(async ({ signal }) => {
+        attempts++;
         const res = await fetch(this.baseUrl + path, { method, headers, body: payload, signal });
         const text = await res.text(); // inside the timeout: a stalled body is a timeout too
         if (res.status >= 500) throw new ServerError(res.status);
         return { status: res.status, text, retryAfter: res.headers.get('retry-after') };
-      }, this.beforeCall);
+      }, this.beforeCall, beforeSend);
     } catch (e) {
+      if (e instanceof RequestNotSent) throw e;
       const reason = isTimeout(e) ? 'timed out' : e instanceof Error ? e.message : String(e);
       throw new ProviderUnreachableError(`payment provider unreachable: ${method} ${path}: ${reason}`, { cause: e });
     }
 
-    if (answer.status >= 400) throw new ProviderRejectedError(answer.status, parseJsonOr(answer.text), parseRetryAfter(answer.retryAfter));
+    if (answer.status >= 400) {
+      throw new ProviderRejectedError(answer.status, parseJsonOr(answer.text), parseRetryAfter(answer.retryAfter), attempts > 1);
+    }
     // An unreadable 2xx leaves the outcome unknown, like a timeout; retrying with the same key is safe.
     const parsed = schema.safeParse(parseJsonOr(answer.text));
     if (!parsed.success) {
@@ -268,6 +285,9 @@ export class PspClient {
     return parsed.data;
   }
 }
+
+/** The Idempotency-Key (every retry reuses it), the policy (default: retrying), and beforeSend (unanswered.ts). */
+interface SendOptions { idempotencyKey?: string; policy?: ReturnType<typeof attemptPolicy>; beforeSend?: () => Promise<void> }
 
 function parseJsonOr(text: string): unknown {
   try {

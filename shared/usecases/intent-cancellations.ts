@@ -5,13 +5,14 @@ import { findBooking } from '../db/bookings.js';
 import {
   answerIntentCreate, claimIntentCancellation, completeIntentCancellation, intentCancellationLeaseState, retryIntentCancellation,
   unansweredIntentCreates, type IntentCancellationClaim,
+  answeredIntentCreates, databaseNow, doubtIntentCreate, markIntentCreateSent, settleRefusedIntentCreate,
 } from '../db/intent-cancellations.js';
-import { ProviderRejectedError, type PaymentIntent } from '../psp/client.js';
+import { ProviderRejectedError, ProviderUnreachableError, type PaymentIntent } from '../psp/client.js';
 import { QUEUES } from '../queues/registry.js';
 import { confirmFromProvider } from './payments.js';
 import { unclaimedOutcome } from './unclaimed.js';
 import { supersededIntents } from '../db/changes.js';
-import { depositIntentKey } from '../domain/changes.js';
+import { isEarlierDepositKey } from '../domain/changes.js';
 import { sameCurrency } from '../domain/money.js';
 
 // CONTRACT "Expiry": when a booking leaves HOLD unpaid (EXPIRED, CANCELLED), every payment intent created for it
@@ -34,23 +35,35 @@ export type IntentCancellationOutcome =
  * (unreachable, 401, 429, …) retries with backoff.
  */
 export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim): Promise<IntentCancellationOutcome> {
-  const b = await findBooking(deps.db, claim.bookingId);
   let cancelled = 0;
   let refunded = 0;
   try {
+    const listedAt = await databaseNow(deps.db);
+    const listed = await deps.psp.listPaymentIntents(String(claim.bookingId));
+    // What the creates on record were answered with, listed or not (the provider's list is not the only record), and
+    // those it has not answered yet.
+    const answered = await answeredIntentCreates(deps.db, claim.bookingId);
+    const unanswered = await unansweredIntentCreates(deps.db, claim.bookingId);
+    // The booking is read after all three: an intent or a create is for the deposit version of the booking /pay read,
+    // so every one above is for this version or an earlier one. One judged superseded here is superseded for good; a
+    // change committed since re-opens the obligation (the claim no longer counts) and the next attempt judges again.
+    const b = await findBooking(deps.db, claim.bookingId);
     if (b) {
-      const listed = await deps.psp.listPaymentIntents(String(b.id));
       const ids = new Set(listed.map((i) => i.id));
       const toCancel: (PaymentIntent | string)[] = [];
-      if (b.status === 'HOLD') {
-        // A HOLD whose deposit a change replaced: its superseded intents (and any listed intent that cannot pay the
-        // current deposit) go; the intent of the current deposit stays payable.
-        const superseded = await supersededIntents(deps.db, b.id);
-        toCancel.push(...listed.filter((i) => superseded.has(i.id) || i.amount !== b.depositAmount || !sameCurrency(i.currency, b.currency)));
-        toCancel.push(...[...superseded].filter((id) => !ids.has(id)));
+      const hold = b.status === 'HOLD';
+      const superseded = (key: string) => !hold || isEarlierDepositKey(b.id, key, b.depositVersion);
+      if (hold) {
+        // A HOLD whose deposit a change replaced: its superseded intents (recorded so, or made for an earlier deposit's
+        // create, and any listed intent that cannot pay the current deposit) go; the current deposit's stays payable.
+        const gone = await supersededIntents(deps.db, b.id);
+        for (const c of answered) if (superseded(c.idempotencyKey)) gone.add(c.intentId);
+        toCancel.push(...listed.filter((i) => gone.has(i.id) || i.amount !== b.depositAmount || !sameCurrency(i.currency, b.currency)));
+        toCancel.push(...[...gone].filter((id) => !ids.has(id)));
       } else {
         toCancel.push(...listed);
-        if (b.paymentIntentId && !ids.has(b.paymentIntentId)) toCancel.push(b.paymentIntentId);
+        const known = new Set([...answered.map((c) => c.intentId), ...(b.paymentIntentId ? [b.paymentIntentId] : [])]);
+        toCancel.push(...[...known].filter((id) => !ids.has(id)));
       }
       const settle = async (item: PaymentIntent | string) => {
         const answer = await cancelOne(deps, item);
@@ -66,24 +79,32 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
       for (const item of toCancel) await settle(item);
       const settled = new Set(toCancel.map((i) => (typeof i === 'string' ? i : i.id)));
       // Then the creates /pay sent that the provider never answered, each sent again: the intent the provider made,
-      // or one made now (a late original then gets it back), is cancelled, and the create is answered. Not the
-      // current deposit's create of a HOLD: that intent may still be paid. One that fails does not hold up the rest;
-      // the attempt is retried after them.
-      const current = b.status === 'HOLD' ? depositIntentKey(b.id, b.depositVersion) : null;
+      // or one made now (a late original then gets it back), is cancelled, and the create is answered. For a
+      // HOLD, only an earlier deposit's create: the current deposit's intent may still be paid. One that fails does not hold up the rest;
+      // the attempt is retried after them. A refusal (any 4xx) of this send says nothing of an earlier send that
+      // left the create unanswered, which the provider may still carry out (a timed-out /pay, this cancellation's
+      // own replay that timed out before the 4xx, a process killed mid-send). So a refused replay settles the create
+      // with nothing only once every earlier send is older than the provider's lateness (2 × LEASE_S) at this
+      // attempt's listing: what they made was listed and cancelled above. Until then the attempt is retried; a
+      // create the provider refuses for good is settled then, not retried forever.
+      const lateS = 2 * deps.config.LEASE_S;
       let replayFailure: unknown = null;
-      for (const c of await unansweredIntentCreates(deps.db, b.id)) {
-        if (c.idempotencyKey === current) continue;
+      for (const c of unanswered) {
+        if (!superseded(c.idempotencyKey)) continue;
+        const own = await markIntentCreateSent(deps.db, b.id, c);
         try {
           const intent = await deps.psp.createPaymentIntent({ amount: c.amount, currency: c.currency, reference: String(b.id) }, c.idempotencyKey);
           if (!settled.has(intent.id)) await settle(intent);
           await answerIntentCreate(deps.db, b.id, c.idempotencyKey, intent.id);
         } catch (e) {
-          // Refused (4xx): nothing was made with that key. A 409 (the key in flight) or a 429 is no answer yet.
-          if (e instanceof ProviderRejectedError && e.madeNothing) {
-            await answerIntentCreate(deps.db, b.id, c.idempotencyKey, null);
-          } else {
-            replayFailure ??= e;
+          const rejected = e instanceof ProviderRejectedError ? e : null;
+          const refusedForGood = rejected?.madeNothing
+            && await settleRefusedIntentCreate(deps.db, b.id, c.idempotencyKey, { lastSentAt: c.lastSentAt, ownSentAt: own.sentAt, listedAt, lateS });
+          if (refusedForGood) continue;
+          if (e instanceof ProviderUnreachableError || rejected?.afterUnanswered || rejected?.status === 409) {
+            await doubtIntentCreate(deps.db, b.id, c.idempotencyKey);
           }
+          replayFailure ??= e;
         }
       }
       if (replayFailure) throw replayFailure;

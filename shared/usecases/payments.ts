@@ -8,12 +8,13 @@ import { findRefundForWebhook } from '../db/refunds.js';
 import { isOwner, type Booking } from '../domain/booking.js';
 import { depositIntentKey } from '../domain/changes.js';
 import { supersedeIntent } from '../db/changes.js';
-import { answerIntentCreate, recordIntentCreate, type IntentCreate } from '../db/intent-cancellations.js';
+import { answerIntentCreate, doubtIntentCreate, recordIntentCreate, refuseIntentCreate, type IntentCreate } from '../db/intent-cancellations.js';
 import { ProviderRejectedError, ProviderUnreachableError, type PaymentIntent } from '../psp/client.js';
 import { applyPaymentSuccess, bookingIdOf, type PaymentOutcome, type PaymentSuccess } from './effects/payments.js';
-import { reopenIntentCancellation } from './effects/intents.js';
+import { oweCancellationUnlessPayable, reopenIntentCancellation } from './effects/intents.js';
 import { settleRefundOnce } from './effects/refunds.js';
 import { transact } from './transact.js';
+import type { DatabaseTransactionConnection } from '../db/pool.js';
 
 /** How often /pay creates an intent again when a change replaces the deposit while one is being created. */
 const PAY_ATTEMPTS = 3;
@@ -33,27 +34,14 @@ export async function startPayment(deps: Deps, actor: Actor, id: number): Promis
       throw invalidState((await findBooking(deps.db, b.id))?.status ?? 'unknown', 'pay');
     }
     const intent = await createIntent(deps, b);
-    if ('inDoubt' in intent) {
-      // The provider never answered: it may still create this intent, later. Its create was recorded before it was
-      // sent, so the booking's intent cancellation sends it again and cancels what it gets; and when the booking
-      // has left HOLD, or a change replaced its deposit meanwhile, that cancellation (which may have run and
-      // settled already) is owed again.
-      const asked = b;
-      const current = await findBooking(deps.db, asked.id);
-      if (!current || current.status !== 'HOLD' || current.depositVersion !== asked.depositVersion) {
-        await transact(deps, (tx) => reopenIntentCancellation(tx, asked.id, deps.clock.now()));
-      }
-      throw new DomainError('UNAVAILABLE', intent.inDoubt);
-    }
+    // The provider never answered (or not so as to settle it): it may still create this intent, later. Its create
+    // is on record, unanswered, so the booking's intent cancellation sends it again and cancels what it gets.
+    if ('inDoubt' in intent) throw new DomainError('UNAVAILABLE', intent.inDoubt);
     const saved = await savePaymentIntent(deps.db, b.id, intent.id, b.depositVersion);
-    // The booking may have left HOLD while the intent was being created, and its intents' cancellation may have
-    // run before this one existed: owe it again, so this intent is cancelled too, and send no one to pay it.
+    // The booking may have left HOLD while the intent was being created (createIntent then owed its cancellation
+    // again): send no one to pay it.
     const after = await findBooking(deps.db, b.id);
-    if (!after || after.status !== 'HOLD') {
-      const bookingId = b.id;
-      await transact(deps, (tx) => reopenIntentCancellation(tx, bookingId, deps.clock.now()));
-      throw invalidState(after?.status ?? 'unknown', 'pay');
-    }
+    if (!after || after.status !== 'HOLD') throw invalidState(after?.status ?? 'unknown', 'pay');
     if (saved && after.depositVersion === b.depositVersion) return intent.checkoutUrl;
     // A change replaced the deposit meanwhile: this intent is for the old amount. Superseded (cancelled, and a
     // success for it refunded in full); the next attempt creates the intent of the new deposit.
@@ -73,26 +61,41 @@ const intentCreateOf = (b: Booking): IntentCreate =>
 
 /**
  * The intent of the booking's current deposit, or `inDoubt` (the message for the customer) when the provider may
- * have created it without saying so (no answer: a timeout, a reset, a 5xx, an unreadable answer). The create is
- * written down before it is sent (a crash in between leaves it unanswered) and its answer after.
+ * have created it without saying so (no answer: a timeout, a reset, a 5xx, an unreadable answer; or a 409 or a
+ * refusal that came to a retry of an attempt that had timed out). The create is written down before it is sent (a
+ * crash in between leaves it unanswered), its answer after; a create in doubt is marked so (doubtIntentCreate): only
+ * an intent answer settles it then, and the booking's intent cancellation sends it again until one comes. Each of
+ * these writes owes that cancellation again when the booking has left HOLD or changed its deposit meanwhile
+ * (oweCancellationUnlessPayable): it may have run without this create, and nothing after the write is relied on (a
+ * lost connection, a crash).
  */
 async function createIntent(deps: Deps, b: Booking): Promise<PaymentIntent | { inDoubt: string }> {
   const create = intentCreateOf(b);
-  await recordIntentCreate(deps.db, b.id, create);
+  const key = create.idempotencyKey;
+  const write = <T>(fn: (tx: DatabaseTransactionConnection) => Promise<T>) => transact(deps, async (tx) => {
+    await oweCancellationUnlessPayable(tx, b.id, key, deps.clock.now());
+    return fn(tx);
+  });
+  const fresh = await write((tx) => recordIntentCreate(tx, b.id, create));
+  let intent: PaymentIntent;
   try {
-    const intent = await deps.psp.createPaymentIntent({ amount: create.amount, currency: create.currency, reference: String(b.id) }, create.idempotencyKey);
-    await answerIntentCreate(deps.db, b.id, create.idempotencyKey, intent.id);
-    return intent;
+    intent = await deps.psp.createPaymentIntent({ amount: create.amount, currency: create.currency, reference: String(b.id) }, key);
   } catch (e) {
-    if (e instanceof ProviderUnreachableError) return { inDoubt: 'the payment provider did not answer; try again' };
-    if (e instanceof ProviderRejectedError) {
-      // Refused: nothing was made. Not a 409 (the same key in flight in another request, whose answer counts) nor a
-      // 429: those leave the create unanswered.
-      if (e.madeNothing) await answerIntentCreate(deps.db, b.id, create.idempotencyKey, null);
+    const rejected = e instanceof ProviderRejectedError ? e : null;
+    if (e instanceof ProviderUnreachableError || rejected?.afterUnanswered || rejected?.status === 409) {
+      await write((tx) => doubtIntentCreate(tx, b.id, key));
+      return { inDoubt: rejected ? 'the payment provider refused to create the payment; try again' : 'the payment provider did not answer; try again' };
+    }
+    if (rejected) {
+      // Refused (its only attempt): nothing was made by this send. Settled only when no other send of its key came
+      // before it (this request wrote the create); a 429 says "not now" and leaves it as it is.
+      if (rejected.madeNothing && fresh) await refuseIntentCreate(deps.db, b.id, key);
       throw new DomainError('UNAVAILABLE', 'the payment provider refused to create the payment');
     }
     throw e;
   }
+  await write((tx) => answerIntentCreate(tx, b.id, key, intent.id));
+  return intent;
 }
 
 export type { PaymentOutcome, PaymentSuccess } from './effects/payments.js';

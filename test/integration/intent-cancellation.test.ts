@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
 import { sleep, waitFor } from '../helpers/http.js';
@@ -212,7 +213,90 @@ describe('an intent created while its booking leaves HOLD', () => {
     expect(intents.map((i) => [i.id, i.status])).toEqual([[intentId, 'canceled']]);
   }, 45_000);
 
-  it('a replayed create the provider refuses (4xx) does not hold up the cancellation of the listed intents', async () => {
+  it("/pay's create written after the cancellation ran, its answer lost to a terminated connection: the intent is still cancelled", async () => {
+    // Chaos seed 677832 (pg:terminate while the provider was slow): the obligation was settled, the intent payable.
+    const b = await holdCar(q);
+    const locker = new pg.Client({ connectionString: q.config.DATABASE_URL });
+    await locker.connect();
+    const lockerPid = (await locker.query('SELECT pg_backend_pid() AS pid')).rows[0].pid as number;
+    const blockedOn = (pattern: string) => waitFor(async () => {
+      const { rows } = await q.sql(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+        AND wait_event_type = 'Lock' AND query ILIKE $2 AND pid <> $1`, [lockerPid, pattern]);
+      return rows[0]?.pid as number | undefined;
+    }, 10_000, 10);
+    try {
+      // /pay writes its create while the booking is being cancelled and the cancellation runs.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE intent_create IN EXCLUSIVE MODE');
+      await sandbox(q).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 1, hangMs: 1_500 }); // slow, answered
+      const pay = q.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
+      await blockedOn('%intent_create%');
+      const cancel = q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} });
+      await sleep(300);
+      // An attempt, when the obligation exists by now: the provider lists no intent yet, and no create is on record.
+      const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+      if (claim) expect(await cancelIntentsOf(q.deps, claim)).toEqual({ kind: 'done', cancelled: 0, refunded: 0 });
+      await locker.query('COMMIT');
+      expect((await cancel).status).toBe(200);
+      // The create leaves; its answer's write is held, then its connection terminated.
+      await waitFor(async () => (await count(q, `SELECT 1 FROM intent_create WHERE booking_id = $1`, [b.id])) === 1, 5_000, 5);
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE intent_create IN EXCLUSIVE MODE');
+      await q.sql('SELECT pg_terminate_backend($1)', [await blockedOn('%intent_create%')]);
+      expect((await pay).status).toBe(503);
+      await locker.query('COMMIT');
+    } finally {
+      await locker.end();
+    }
+    // The provider made the intent; the booking's intents are owed a cancellation until it is cancelled.
+    const intents = async () => (await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id));
+    expect((await intents()).map((i) => i.status)).toEqual(['requires_payment']);
+    const { rows: [owed] } = await q.sql(`SELECT job_gen, done_at FROM intent_cancellation WHERE booking_id = $1`, [b.id]);
+    expect(owed.done_at).toBeNull();
+    const claim = await claimIntentCancellation(q.deps.db, b.id, owed.job_gen, 30_000);
+    expect(await cancelIntentsOf(q.deps, claim!)).toMatchObject({ kind: 'done', cancelled: 1 });
+    expect((await intents()).map((i) => i.status)).toEqual(['canceled']);
+  });
+
+  it('a HOLD whose deposit changed: an intent made for an earlier deposit is cancelled though nothing recorded it superseded', async () => {
+    // /pay's create for deposit v0 was answered, then its process stopped before it could record the intent superseded
+    // by a change (v1, v2: the deposit back at the same amount); the current deposit's intent stays payable.
+    const b = await holdCar(q);
+    const old = await sandbox(q).createIntent({ amount: b.deposit, currency: 'VND', reference: String(b.id) }, `deposit-${b.id}`);
+    await q.sql(`INSERT INTO intent_create (booking_id, idempotency_key, amount, currency, intent_id, answered_at)
+                 VALUES ($1, $2, $3, 'VND', $4, now())`, [b.id, `deposit-${b.id}`, b.deposit, old.id]);
+    await q.sql(`UPDATE booking SET deposit_version = 2, pay_requested_at = now() WHERE id = $1`, [b.id]);
+    const currentIntent = await requestPay(q, b);
+    expect(currentIntent).not.toBe(old.id);
+    // The obligation a change of the deposit writes (reopenIntentCancellation).
+    await q.sql(`INSERT INTO intent_cancellation (booking_id, next_attempt_at) VALUES ($1, now())`, [b.id]);
+    const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
+    expect((await sandbox(q).intent(old.id)).status).toBe('canceled');
+    expect((await sandbox(q).intent(currentIntent)).status).toBe('requires_payment');
+  });
+
+  it("a change and the new deposit's /pay while an attempt lists: the new deposit's intent stays payable", async () => {
+    const b = await holdCar(q);
+    const oldIntent = await requestPay(q, b);
+    await q.sql(`INSERT INTO intent_cancellation (booking_id, next_attempt_at) VALUES ($1, now())`, [b.id]);
+    const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    // While the provider answers the attempt's list (which has only the old intent): a change replaces the deposit
+    // (v1, another amount) and /pay creates and answers the intent of the new deposit.
+    let fresh = '';
+    const slowList = Object.create(q.deps.psp) as PspClient;
+    slowList.listPaymentIntents = async (reference) => {
+      const before = await q.deps.psp.listPaymentIntents(reference);
+      await q.sql(`UPDATE booking SET deposit_version = 1, deposit_amount = deposit_amount + 1000 WHERE id = $1`, [b.id]);
+      fresh = await requestPay(q, b);
+      return before;
+    };
+    expect(await cancelIntentsOf({ ...q.deps, psp: slowList }, claim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
+    expect((await sandbox(q).intent(oldIntent)).status).toBe('canceled');
+    expect((await sandbox(q).intent(fresh)).status).toBe('requires_payment');
+  });
+
+  it('a replayed create the provider refuses (4xx) does not hold up the cancellation of the listed intents, nor answers the create', async () => {
     const b = await holdCar(q);
     const listedIntent = await requestPay(q, b);
     // A second create on record that the provider never answered (say, for an older deposit), which it now refuses.
@@ -220,9 +304,35 @@ describe('an intent created while its booking leaves HOLD', () => {
     expect((await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
     await sandbox(q).post('/faults/answers', { endpoint: 'intents.create', answer: 400, times: 1 });
     const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    expect(await cancelIntentsOf(q.deps, claim!)).toMatchObject({ kind: 'retry', error: expect.stringMatching(/400/) });
+    expect((await sandbox(q).intent(listedIntent)).status).toBe('canceled');
+    // The refusal speaks for that send only: the one that left the create unanswered may still be carried out, so
+    // the create stays owed until the provider answers it with an intent, which is then cancelled.
+    const creates = () => q.sql(`SELECT idempotency_key, intent_id, answered_at IS NOT NULL AS answered FROM intent_create
+                                 WHERE booking_id = $1 ORDER BY idempotency_key COLLATE "C"`, [b.id]);
+    expect((await creates()).rows).toEqual([
+      { idempotency_key: `deposit-${b.id}`, intent_id: listedIntent, answered: true }, { idempotency_key: 'deposit-x', intent_id: null, answered: false },
+    ]);
+    const again = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    expect(await cancelIntentsOf(q.deps, again!)).toEqual({ kind: 'done', cancelled: 2, refunded: 0 });
+    const [, late] = (await creates()).rows;
+    expect(late).toEqual({ idempotency_key: 'deposit-x', intent_id: expect.stringMatching(/^pi_/), answered: true });
+    expect((await sandbox(q).intent(late.intent_id)).status).toBe('canceled');
+  });
+
+  it('a create the provider refuses for good, last sent longer ago than its lateness window, is settled with nothing (not retried forever)', async () => {
+    const b = await holdCar(q);
+    const listedIntent = await requestPay(q, b);
+    // On record since an hour, never answered (its process died mid-send, say); the provider refuses it every time.
+    await q.sql(`INSERT INTO intent_create (booking_id, idempotency_key, amount, currency, created_at)
+                 VALUES ($1, 'deposit-old', 1, 'VND', now() - interval '1 hour')`, [b.id]);
+    expect((await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
+    await sandbox(q).post('/faults/answers', { endpoint: 'intents.create', answer: 400, times: 1 });
+    const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
     expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
     expect((await sandbox(q).intent(listedIntent)).status).toBe('canceled');
-    expect((await q.sql(`SELECT idempotency_key, intent_id FROM intent_create WHERE booking_id = $1 AND answered_at IS NOT NULL ORDER BY idempotency_key COLLATE "C"`, [b.id])).rows)
-      .toEqual([{ idempotency_key: `deposit-${b.id}`, intent_id: listedIntent }, { idempotency_key: 'deposit-x', intent_id: null }]);
+    const { rows } = await q.sql(`SELECT intent_id, answered_at IS NOT NULL AS answered, sent_at IS NOT NULL AS sent
+                                  FROM intent_create WHERE booking_id = $1 AND idempotency_key = 'deposit-old'`, [b.id]);
+    expect(rows).toEqual([{ intent_id: null, answered: true, sent: true }]);
   });
 });

@@ -259,6 +259,22 @@ describe('PspClient against the sandbox provider', () => {
     expect(await client.listPaymentIntents(reference)).toHaveLength(1);
   });
 
+  it('a 4xx answered to a retry after a timed-out attempt is no "made nothing": that attempt lands later', async () => {
+    const reference = ref();
+    await driver.post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 1, hangMs: 400 }); // > 200 ms
+    await driver.post('/faults/answers', { endpoint: 'intents.create', answer: 401, times: 1 });
+    const err = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference }, `deposit-${reference}`).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ProviderRejectedError);
+    expect(err).toMatchObject({ status: 401, afterUnanswered: true, madeNothing: false });
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await client.listPaymentIntents(reference)).map((i) => i.status)).toEqual(['requires_payment']);
+
+    // Refused on the call's only attempt: that one did make nothing.
+    await driver.post('/faults/answers', { endpoint: 'intents.create', answer: 401, times: 1 });
+    const only = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference: ref() }, `deposit-x-${reference}`).catch((e: unknown) => e);
+    expect(only).toMatchObject({ status: 401, afterUnanswered: false, madeNothing: true });
+  });
+
   it('throws ProviderUnreachableError on persistent 5xx and when the API is down', async () => {
     await driver.setFaults({ apiFailRate: 1 });
     await expect(client.listPaymentIntents('x')).rejects.toBeInstanceOf(ProviderUnreachableError);

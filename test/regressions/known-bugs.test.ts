@@ -4,7 +4,7 @@ import Koa from 'koa';
 import { errors } from '../../api/middleware/errors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../helpers/harness.js';
-import { waitFor } from '../helpers/http.js';
+import { sleep, waitFor } from '../helpers/http.js';
 import { statusOf } from '../helpers/bookings.js';
 import { holdCar, requestPay, type Hold } from '../helpers/cars.js';
 import { expireNow, makeDue } from '../helpers/expiry.js';
@@ -58,6 +58,80 @@ describe('bugs found by check:invariants / chaos (issue 8)', () => {
     await new Promise((r) => setTimeout(r, 5_000)); // every late create has landed, and a cancellation re-opened would have run
     const intents = (await sandbox(h).state()).intents.filter((i) => i.reference === String(b.id));
     expect(intents.map((i) => i.status).filter((s) => s !== 'canceled')).toEqual([]);
+  }, 60_000);
+
+  // invariant intents-cancelled (chaos seeds 387441 and 464122, psp:timeouts with psp:error-answers: "intent … is
+  // requires_payment (still payable)" on a booking that left HOLD unpaid). The client retries a POST that timed out
+  // with the same Idempotency-Key; when the retry is refused (401), that refusal was taken for "the provider made
+  // nothing" and the create written off as answered, while the first attempt, still hanging at the provider, was
+  // carried out afterwards. Nothing ever looked for the intent it made. Fixed: a refusal that follows an unanswered
+  // attempt leaves the create in doubt (ProviderRejectedError.afterUnanswered), so the cancellation sends it again.
+  const intentsOf = async (bookingId: number) =>
+    (await sandbox(h).state()).intents.filter((i) => i.reference === String(bookingId)).map((i) => i.status);
+  const cancellationDone = (bookingId: number) =>
+    waitFor(async () => (await h.sql(`SELECT done_at FROM intent_cancellation WHERE booking_id = $1`, [bookingId])).rows[0]?.done_at, 20_000);
+  /** The first attempt of the next intent create hangs `hangMs` (then is carried out); the retry is refused 401. */
+  const hangThenRefuse = async (hangMs: number) => {
+    await sandbox(h).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 1, hangMs });
+    await sandbox(h).post('/faults/answers', { endpoint: 'intents.create', answer: 401, times: 1 });
+  };
+
+  it("/pay's create times out and its retry is refused: the intent the first attempt makes late is cancelled", async () => {
+    const b = await holdCar(h);
+    const HANG_MS = 6_000;
+    await hangThenRefuse(HANG_MS);
+    const sentAt = Date.now();
+    const pay = await h.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
+    expect(pay.status, pay.text).toBe(503);
+    expect((await sandbox(h).faults()).answers).toEqual([]); // both rules fired: the timeout, then the 401
+    expect((await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
+    await cancellationDone(b.id);
+    // The hung first attempt lands (HANG_MS after it was sent); a cancellation re-opened by it would run meanwhile.
+    await sleep(HANG_MS + 4_000 - (Date.now() - sentAt));
+    await waitFor(async () => (await intentsOf(b.id)).length > 0, 5_000);
+    await cancellationDone(b.id);
+    expect(await intentsOf(b.id)).toEqual(['canceled']);
+  }, 60_000);
+
+  it("the cancellation's own replay of a create times out and its retry is refused: the intent it makes late is cancelled", async () => {
+    const b = await holdCar(h);
+    // A create on record that the provider never answered (the API sent it and died, say): the booking asked to pay.
+    await h.sql(`UPDATE booking SET pay_requested_at = now() WHERE id = $1`, [b.id]);
+    await h.sql(`INSERT INTO intent_create (booking_id, idempotency_key, amount, currency)
+                 SELECT id, $2, deposit_amount, currency FROM booking WHERE id = $1`, [b.id, `deposit-${b.id}`]);
+    const HANG_MS = 5_000;
+    await hangThenRefuse(HANG_MS);
+    const sentAt = Date.now();
+    expect((await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
+    await waitFor(async () => (await sandbox(h).faults()).answers.length === 0, 10_000);
+    await sleep(HANG_MS + 4_000 - (Date.now() - sentAt));
+    await waitFor(async () => (await intentsOf(b.id)).length > 0, 5_000);
+    await cancellationDone(b.id);
+    expect(await intentsOf(b.id)).toEqual(['canceled']);
+    const { rows } = await h.sql(`SELECT intent_id, answered_at IS NOT NULL AS answered FROM intent_create WHERE booking_id = $1`, [b.id]);
+    expect(rows).toEqual([{ intent_id: expect.stringMatching(/^pi_/), answered: true }]);
+  }, 60_000);
+
+  // The same, one send apart: /pay's create is in doubt (every attempt hangs), and the cancellation's replay of it is
+  // refused on its only attempt. That refusal was taken to answer the create ("nothing made"), while /pay's sends,
+  // still hanging at the provider, made the intent afterwards. Fixed: only an intent answers a replayed create.
+  it("a replay refused on its only attempt while /pay's create still hangs at the provider: the intent made late is cancelled", async () => {
+    const b = await holdCar(h);
+    const HANG_MS = 9_000;
+    await sandbox(h).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 3, hangMs: HANG_MS });
+    const sentAt = Date.now();
+    const pay = await h.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
+    expect(pay.status, pay.text).toBe(503);
+    expect((await h.sql(`SELECT answered_at, doubted_at IS NOT NULL AS doubted FROM intent_create WHERE booking_id = $1`, [b.id])).rows)
+      .toEqual([{ answered_at: null, doubted: true }]);
+    await sandbox(h).post('/faults/answers', { endpoint: 'intents.create', answer: 401, times: 1 });
+    expect((await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
+    await waitFor(async () => (await sandbox(h).faults()).answers.length === 0, 10_000);
+    expect(Date.now() - sentAt).toBeLessThan(HANG_MS); // refused before any of /pay's sends landed
+    await cancellationDone(b.id);
+    await sleep(HANG_MS + 7_000 - (Date.now() - sentAt)); // all three of /pay's sends (the last ~4.3 s in) have landed
+    await cancellationDone(b.id);
+    expect(await intentsOf(b.id)).toEqual(['canceled']);
   }, 60_000);
 
   // invariant holds-expire (chaos seed 8: FLUSHALL / Redis restart with holds queued). Issue 8 item 1.

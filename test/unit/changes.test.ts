@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  depositEffect, depositIntentKey, freeForChange, nightDeltas, planChange, type StayTerms,
+  depositEffect, depositIntentKey, freeForChange, isEarlierDepositKey, nightDeltas, planChange, type StayTerms,
 } from '../../shared/domain/changes.js';
 import type { CarBooking, StayBooking } from '../../shared/domain/booking.js';
 import { DomainError } from '../../shared/domain/errors.js';
@@ -80,6 +80,14 @@ describe('depositEffect', () => {
 
   it('intent keys: deposit-{id}, then deposit-{id}-v{n}', () => {
     expect([depositIntentKey(12, 0), depositIntentKey(12, 1), depositIntentKey(12, 7)]).toEqual(['deposit-12', 'deposit-12-v1', 'deposit-12-v7']);
+  });
+
+  it('a key is an earlier deposit\'s when its version is below the current one; a key of another booking or shape counts as earlier', () => {
+    fc.assert(fc.property(fc.nat(50), fc.nat(50), (v, current) => {
+      expect(isEarlierDepositKey(12, depositIntentKey(12, v), current)).toBe(v < current);
+    }));
+    expect(isEarlierDepositKey(12, depositIntentKey(120, 3), 0)).toBe(true);
+    expect(isEarlierDepositKey(12, 'deposit-x', 0)).toBe(true);
   });
 });
 

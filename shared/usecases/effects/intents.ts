@@ -1,6 +1,8 @@
 import type { Booking } from '../../domain/booking.js';
 import type { CommonQueryMethods } from '../../db/pool.js';
 import { requireIntentCancellation } from '../../db/intent-cancellations.js';
+import { lockDepositOf } from '../../db/bookings.js';
+import { depositIntentKey } from '../../domain/changes.js';
 import { noteJob } from '../transact.js';
 
 // CONTRACT "Expiry": when a booking leaves HOLD unpaid (EXPIRED, CANCELLED), every payment intent created for it
@@ -22,4 +24,17 @@ export async function requireIntentsCancelled(tx: CommonQueryMethods, b: Booking
 export async function reopenIntentCancellation(tx: CommonQueryMethods, bookingId: number, now: Date): Promise<void> {
   const gen = await requireIntentCancellation(tx, bookingId, now);
   noteJob(tx, { kind: 'intent-cancellations', bookingId, gen, runAt: now, promote: true });
+}
+
+/**
+ * In the transaction that writes a send or an answer of /pay's create with `idempotencyKey`: when the booking has left
+ * HOLD, or its deposit is no longer the one the create is for, the cancellation of its intents is owed again. That
+ * cancellation may have listed the intents and read the creates on record before the provider made this one or before
+ * this write. The booking's row is share-locked first, so a move out of HOLD (or a change) either commits before this
+ * reads it, or waits for this write to commit, before the cancellation it owes can read the creates.
+ */
+export async function oweCancellationUnlessPayable(tx: CommonQueryMethods, bookingId: number, idempotencyKey: string, now: Date): Promise<void> {
+  const b = await lockDepositOf(tx, bookingId);
+  if (!b || (b.status === 'HOLD' && depositIntentKey(bookingId, b.depositVersion) === idempotencyKey)) return;
+  await reopenIntentCancellation(tx, bookingId, now);
 }
