@@ -1,7 +1,7 @@
 import type { ParameterizedContext } from 'koa';
 import { SerializedAnswer } from '../shared/usecases/search.js';
 
-/** Sets the response body to a use case's answer: an object (Koa serialises it) or JSON text made beforehand. */
+/** Sets the response body to a use case's answer: an object (Koa serialises it) or JSON bytes made beforehand. */
 export function sendAnswer(ctx: ParameterizedContext, answer: object): void {
   if (answer instanceof SerializedAnswer) {
     ctx.type = 'application/json; charset=utf-8';

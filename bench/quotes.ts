@@ -26,6 +26,7 @@ import { openLoop, type OpenLoopResult } from './open-loop.js';
 import { addDays } from '../shared/domain/hotel-dates.js';
 import { readStay } from '../shared/db/rate-plans.js';
 import { findQuote, insertQuote } from '../shared/db/quotes.js';
+import type { PreparedQueries } from '../shared/db/prepared.js';
 
 const RATE = envInt('RATE', 1000);
 const DURATION_S = envInt('DURATION_S', 10);
@@ -72,13 +73,21 @@ async function explainQuoteQueries(url: string, db: pg.Client, roomTypeId: numbe
     },
   };
   const pool = await createPool(url, { interceptors: [explain], maximumPoolSize: 1 });
+  // The prepared statements (readStay, insertQuote) are explained as they are sent: their text and values.
+  const prepared: PreparedQueries = {
+    query: async <R>(_name: string, text: string, values: readonly unknown[]) => {
+      const { rows } = await db.query(`EXPLAIN (COSTS OFF) ${text}`, values as unknown[]);
+      plans.push({ name: current, plan: rows.map((r: Record<string, string>) => r['QUERY PLAN']!) });
+      return [] as R[];
+    },
+  };
   const run = async (name: string, fn: () => Promise<unknown>) => {
     current = name;
     await fn().catch(() => {}); // the empty answer may not satisfy the function; the plan is what we want
   };
   const checkIn = addDays(FIRST_NIGHT, 10);
-  await run('readStay (catalogue + nights, one statement)', () => readStay(pool, { roomTypeId, ratePlanId, checkIn, nightCount: 7 }));
-  await run('insertQuote', () => insertQuote(pool, {
+  await run('readStay (catalogue + nights, one statement)', () => readStay(prepared, { roomTypeId, ratePlanId, checkIn, nightCount: 7 }));
+  await run('insertQuote', () => insertQuote(prepared, {
     customerId: 1, fingerprint: 'x', roomTypeId, ratePlanId, checkIn, checkOut: addDays(checkIn, 1), rooms: 1, guests: 1,
     nightPrices: [1], totalAmount: 1, depositAmount: 1, currency: 'VND', validUntil: new Date().toISOString(),
   }));

@@ -12,7 +12,10 @@ import { cloneDatabase, dropDatabase } from './dataset/load.js';
 import { CITIES, DAY_H, HOUR_MS, int, pickWeighted, rngFor } from './dataset/generate.js';
 import { createPreparedDb } from '../shared/db/prepared.js';
 import { SearchIndexes } from '../shared/search/indexes.js';
+import { envelope } from '../shared/domain/json-bytes.js';
 import { envInt, envStr } from './lib.js';
+
+const CARS = envelope('cars');
 
 async function main() {
   const name = `bench_walk_${process.pid}`;
@@ -29,11 +32,11 @@ async function main() {
       return { city: pickWeighted(rng, CITIES).name, from, to: from + int(rng, 1, 7) * DAY_H * HOUR_MS };
     });
     for (let round = 1; round <= envInt('ROUNDS', 5); round++) {
-      let chars = 0;
+      let bytes = 0;
       const t = process.cpuUsage();
-      for (const q of queries) chars += cal.searchJson(q.city, q.from, q.to, 50).length;
+      for (const q of queries) bytes += cal.searchJson(q.city, q.from, q.to, 50, CARS).length;
       const u = process.cpuUsage(t);
-      console.log(`round ${round}: ${((u.user + u.system) / queries.length).toFixed(1)} µs of CPU per search, answers ${(chars / queries.length).toFixed(0)} chars on average`);
+      console.log(`round ${round}: ${((u.user + u.system) / queries.length).toFixed(1)} µs of CPU per search, answers ${(bytes / queries.length).toFixed(0)} bytes on average`);
     }
   } finally {
     await db.end();

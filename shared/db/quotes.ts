@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
+import type { PreparedQueries } from './prepared.js';
+
+const insertedId = z.object({ id: z.number() });
 
 export const quoteRow = z.object({
   id: z.number(),
@@ -24,14 +27,18 @@ const columns = sql.fragment`id, customer_id AS "customerId", fingerprint, room_
   check_in::text AS "checkIn", check_out::text AS "checkOut", rooms, guests, to_json(night_prices) AS "nightPrices",
   total_amount AS "totalAmount", deposit_amount AS "depositAmount", currency, valid_until AS "validUntil"`;
 
-export async function insertQuote(db: CommonQueryMethods, q: Omit<QuoteRow, 'id'>): Promise<number> {
-  return db.oneFirst(sql.type(z.object({ id: z.number() }))`
+/** Prepared, as the read before it (readStay): the two statements of a quote. */
+export async function insertQuote(db: PreparedQueries, q: Omit<QuoteRow, 'id'>): Promise<number> {
+  const rows = await db.query<{ id: number }>('insert-quote', `
     INSERT INTO quote (customer_id, fingerprint, room_type_id, rate_plan_id, check_in, check_out, rooms, guests,
                        night_prices, total_amount, deposit_amount, currency, valid_until)
-    VALUES (${q.customerId}, ${q.fingerprint}, ${q.roomTypeId}, ${q.ratePlanId}, ${q.checkIn}::date, ${q.checkOut}::date,
-            ${q.rooms}, ${q.guests}, ${sql.array(q.nightPrices, 'int8')}, ${q.totalAmount}, ${q.depositAmount}, ${q.currency},
-            ${q.validUntil}::timestamptz)
-    RETURNING id`);
+    VALUES ($1, $2, $3, $4, $5::date, $6::date, $7, $8, $9::int8[], $10, $11, $12, $13::timestamptz)
+    RETURNING id`,
+  [
+    q.customerId, q.fingerprint, q.roomTypeId, q.ratePlanId, q.checkIn, q.checkOut, q.rooms, q.guests, q.nightPrices, q.totalAmount,
+    q.depositAmount, q.currency, q.validUntil,
+  ]);
+  return insertedId.parse(rows[0]).id;
 }
 
 /** The customer's quote; another customer's is null, as if it did not exist. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { sql, type CommonQueryMethods } from './pool.js';
+import type { PreparedQueries } from './prepared.js';
 import { CALENDAR_DEFAULTS, nightOrDefault, type CalendarChange, type CalendarFields, type CalendarNight } from '../domain/rates.js';
 import { datesFrom } from '../domain/hotel-dates.js';
 
@@ -132,18 +133,24 @@ const stayRead = stayCatalogueRow.extend({
  * calendar part is null. Null when the room type does not exist.
  */
 export async function readStay(
-  db: CommonQueryMethods,
+  db: PreparedQueries,
   q: { roomTypeId: number; ratePlanId: number | null; checkIn: string; nightCount: number },
 ): Promise<{ catalogue: StayCatalogue; nights: StayNights } | null> {
-  const last = sql.fragment`${q.checkIn}::date + ${q.nightCount}::int`;
-  const row = await db.maybeOne(sql.type(stayRead)`
-    SELECT ${catalogueColumns},
+  // Prepared (shared/db/prepared.ts): a quote is this read and one INSERT, and slonik's per-query work and the
+  // server's planning of this statement were most of a quote's CPU. The same columns as catalogueColumns/catalogueFrom.
+  const rows = await db.query<unknown>('read-stay', `
+    SELECT rt.id AS "roomTypeId", rt.hotel_id AS "hotelId", rt.deposit_amount AS "depositAmount", rt.currency,
+      rt.max_guests AS "maxGuests", h.timezone, rp.room_type_id AS "ratePlanRoomTypeId",
       (SELECT coalesce(json_agg(json_build_object('date', n.night::text, 'available', n.sellable - n.held - n.confirmed) ORDER BY n.night), '[]')
-       FROM room_night n WHERE n.room_type_id = rt.id AND n.night >= ${q.checkIn}::date AND n.night < ${last}) AS "roomNights",
+       FROM room_night n WHERE n.room_type_id = rt.id AND n.night >= $3::date AND n.night < $3::date + $4::int) AS "roomNights",
       (SELECT coalesce(json_agg(json_build_object('date', r.night::text, 'price', r.price, 'minStay', r.min_stay, 'maxStay', r.max_stay,
                 'closedToArrival', r.closed_to_arrival, 'closedToDeparture', r.closed_to_departure, 'stopSell', r.stop_sell) ORDER BY r.night), '[]')
-       FROM rate_night r WHERE r.rate_plan_id = ${q.ratePlanId}::bigint AND r.night >= ${q.checkIn}::date AND r.night <= ${last}) AS "rateNights"
-    ${catalogueFrom(q.roomTypeId, q.ratePlanId)}`);
+       FROM rate_night r WHERE r.rate_plan_id = $2::bigint AND r.night >= $3::date AND r.night <= $3::date + $4::int) AS "rateNights"
+    FROM room_type rt
+    JOIN hotel h ON h.id = rt.hotel_id
+    LEFT JOIN rate_plan rp ON rp.id = $2::bigint
+    WHERE rt.id = $1::bigint`, [q.roomTypeId, q.ratePlanId, q.checkIn, q.nightCount]);
+  const row = rows[0] === undefined ? null : stayRead.parse(rows[0]);
   if (!row) return null;
   const { roomNights, rateNights, ...catalogue } = row;
   if (q.ratePlanId === null) return { catalogue, nights: { roomNights, rate: null } };

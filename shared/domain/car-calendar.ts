@@ -17,6 +17,7 @@ export interface IndexedCar {
 }
 
 import { BusyBits, firstEndingAfter, walkFree } from './busy-bits.js';
+import { joinJson, utf8, type Envelope } from './json-bytes.js';
 
 const DAY_MS = 86_400_000;
 
@@ -25,8 +26,8 @@ export type PublicCar = Omit<IndexedCar, 'turnaroundMinutes'>;
 interface Entry {
   car: IndexedCar;
   answer: PublicCar;
-  /** `answer` as JSON, made once per catalogue change: a search answer is these joined (no stringify per request). */
-  json: string;
+  /** `answer` as JSON (UTF-8), made once per catalogue change: a search answer is these joined (json-bytes.ts). */
+  json: Uint8Array;
   /** The turnaround in ms, beside the intervals the walk reads. */
   turnaroundMs: number;
   /** Blocked intervals [lo, hi) in epoch ms, disjoint (the exclusion constraint), sorted by lo (and so by hi). */
@@ -43,7 +44,7 @@ const sameCar = (a: IndexedCar, b: IndexedCar) => a.plate === b.plate && a.model
 /** What an entry derives from its car (its answer, made once per catalogue change). */
 function carFields(car: IndexedCar): Pick<Entry, 'car' | 'answer' | 'json' | 'turnaroundMs'> {
   const { turnaroundMinutes, ...answer } = car;
-  return { car, answer, json: JSON.stringify(answer), turnaroundMs: turnaroundMinutes * 60_000 };
+  return { car, answer, json: utf8(JSON.stringify(answer)), turnaroundMs: turnaroundMinutes * 60_000 };
 }
 
 const byPriceThenId = (a: Entry, b: Entry) => a.car.dailyPrice - b.car.dailyPrice || a.car.id - b.car.id;
@@ -254,12 +255,9 @@ export class CarCalendar {
     return this.free(city, from, to, limit).map((e) => e.answer);
   }
 
-  /** `search` as the JSON text of its array, joined from each car's JSON (what the API sends). */
-  searchJson(city: string, from: number, to: number, limit: number): string {
-    const free = this.free(city, from, to, limit);
-    let out = '[';
-    for (let k = 0; k < free.length; k++) out += (k ? ',' : '') + free[k]!.json;
-    return `${out}]`;
+  /** `search` as JSON in `env` (`{"cars":[…]}`), joined from each car's JSON: what the API sends. */
+  searchJson(city: string, from: number, to: number, limit: number, env: Envelope): Buffer {
+    return joinJson(env, this.free(city, from, to, limit).map((e) => e.json));
   }
 
   private free(city: string, from: number, to: number, limit: number): Entry[] {

@@ -187,6 +187,7 @@ export class SearchIndexes {
       cal.setRoomTypes(roomTypes);
       // Two days back covers "today" in every time zone; earlier nights are history and stay in SQL.
       const fromDay = Math.floor(now / DAY_MS) - 2;
+      cal.setWindow(fromDay);
       await reloadNights(this.db, cal, roomTypes, fromDay);
       const cursor = new TailCursor(start);
       const syncedAt = await this.readTail(cursor, (after, limit) => tailNightChanges(this.db, after, limit), (r) => this.applyNights(cal, r.entries));

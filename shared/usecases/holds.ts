@@ -159,7 +159,7 @@ async function holdStay(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind
   const deposit = stayDeposit(stay.depositPerRoom, stay.rooms);
   // Fast refusal from one unlocked snapshot, without queueing on the night locks, when the stay is already sold
   // out (the hot last-rooms case), restricted or repriced; acceptance is only ever decided under the locks below.
-  await judgeUnlocked(deps.db, stay);
+  await judgeUnlocked(deps.prepared, stay);
   try {
     return await transact(deps, async (tx) => {
       const price = await judgeLocked(tx, stay);

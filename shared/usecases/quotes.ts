@@ -37,7 +37,7 @@ export async function createQuote(deps: Deps, actor: Actor, input: StayInput & {
   if (actor.role !== 'customer') throw forbidden();
   checkStayDates(input.checkIn, input.checkOut);
   // One statement reads the catalogue entry and the nights (a quote's cost is mostly round trips).
-  const read = await readStay(deps.db, { ...input, nightCount: nightsBetween(input.checkIn, input.checkOut) });
+  const read = await readStay(deps.prepared, { ...input, nightCount: nightsBetween(input.checkIn, input.checkOut) });
   const stay = checkStay(actor, input, read?.catalogue ?? null, deps.clock.now());
   const price = judge(stay, read!.nights)!;
   const validUntil = new Date(deps.clock.now().getTime() + deps.config.QUOTE_TTL_S * 1000).toISOString();
@@ -47,7 +47,7 @@ export async function createQuote(deps: Deps, actor: Actor, input: StayInput & {
     rooms: stay.rooms, guests: stay.guests, nightPrices: price.nights.map((n) => n.price), totalAmount: price.totalAmount,
     depositAmount: stayDeposit(stay.depositPerRoom, stay.rooms), currency: stay.currency, validUntil,
   };
-  return view({ ...row, id: await insertQuote(deps.db, row) });
+  return view({ ...row, id: await insertQuote(deps.prepared, row) });
 }
 
 /** A quote is visible only to its customer; anyone else gets 404, as for an unknown id. */

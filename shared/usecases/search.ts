@@ -2,6 +2,7 @@ import type { Deps } from './deps.js';
 import { checkCarPeriod, checkStayDates, startsInFuture } from '../domain/booking.js';
 import type { CarCalendar } from '../domain/car-calendar.js';
 import { dayOf, type StayCalendar } from '../domain/stay-calendar.js';
+import { envelope } from '../domain/json-bytes.js';
 import { searchAvailableCars, type CarRow } from '../db/cars.js';
 import { searchAvailability } from '../db/hotels.js';
 import { staleRead } from './stale-read.js';
@@ -38,12 +39,15 @@ export async function letSearchSee(deps: { searchIndex?: SearchIndex | null }): 
 }
 
 /**
- * An answer already serialised: the indexes keep each car's and room type's JSON and join them, so that the busiest
- * answers (50 cars, 200 room types, ≈ 30 KB) are not stringified field by field on every request.
+ * An answer already serialised (UTF-8 JSON): the indexes keep each car's and room type's JSON and join them, so that
+ * the busiest answers (50 cars, 200 room types, ≈ 30 KB) are not stringified field by field on every request.
  */
 export class SerializedAnswer {
-  constructor(readonly json: string) {}
+  constructor(readonly json: Buffer) {}
 }
+
+const CARS = envelope('cars');
+const ROOM_TYPES = envelope('roomTypes');
 
 /** Room types an availability search lists at most. */
 export const MAX_ROOM_TYPES = 200;
@@ -69,7 +73,7 @@ export async function searchCars(deps: SearchDeps, q: CarSearch): Promise<{ cars
   // No hold starts in the past, so no car is listed for such a period.
   if (!startsInFuture(q.from, deps.clock.now())) return { cars: [] };
   const index = deps.searchIndex?.cars();
-  if (index) return new SerializedAnswer(`{"cars":${index.searchJson(q.city, q.from.getTime(), q.to.getTime(), q.limit)}}`);
+  if (index) return new SerializedAnswer(index.searchJson(q.city, q.from.getTime(), q.to.getTime(), q.limit, CARS));
   const key = `${q.city}|${q.from.toISOString()}|${q.to.toISOString()}|${q.limit}`;
   const cars = await deps.searchCache('cars', key, async () => (await staleRead(deps, (db) => searchAvailableCars(db, q))).map(publicCar));
   return { cars };
@@ -87,7 +91,7 @@ export async function searchStays(deps: SearchDeps, q: StaySearch) {
   const nights = checkStayDates(q.checkIn, q.checkOut);
   const from = dayOf(q.checkIn);
   const index = deps.searchIndex?.stays(from);
-  if (index) return new SerializedAnswer(`{"roomTypes":${index.searchJson(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES)}}`);
+  if (index) return new SerializedAnswer(index.searchJson(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES, ROOM_TYPES));
   const key = `${q.city}|${q.checkIn}|${q.checkOut}|${q.rooms}`;
   const roomTypes = await deps.searchCache('stays', key, () => staleRead(deps, (db) => searchAvailability(db, { ...q, nights })));
   return { roomTypes };

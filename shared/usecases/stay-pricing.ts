@@ -9,6 +9,7 @@ import { findRatePlan, findStayCatalogue, listCalendar, readStay, type StayCatal
 import { lockNights } from '../db/inventory.js';
 import { findQuote } from '../db/quotes.js';
 import type { CommonQueryMethods } from '../db/pool.js';
+import type { PreparedQueries } from '../db/prepared.js';
 import { checkStayDates, stayDeposit } from '../domain/booking.js';
 import { nightsBetween } from '../domain/nights.js';
 
@@ -90,7 +91,7 @@ export const judge = (p: PreparedStay, n: StayNights): StayPrice | null =>
  * Judges the stay on one unlocked snapshot (room nights and calendar read by a single statement). Quotes are
  * decided so; a hold uses it only to refuse early (the hot sold-out case) without queueing on the locks.
  */
-export async function judgeUnlocked(db: CommonQueryMethods, p: PreparedStay): Promise<StayPrice | null> {
+export async function judgeUnlocked(db: PreparedQueries, p: PreparedStay): Promise<StayPrice | null> {
   const read = await readStay(db, p);
   if (!read) throw notFound('room type');
   return judge(p, read.nights);

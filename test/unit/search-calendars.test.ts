@@ -3,9 +3,13 @@ import { describe, expect, it } from 'vitest';
 import { CarCalendar, type IndexedCar } from '../../shared/domain/car-calendar.js';
 import { StayCalendar, dayOf } from '../../shared/domain/stay-calendar.js';
 import { TailCursor } from '../../shared/search/tail-cursor.js';
+import { envelope } from '../../shared/domain/json-bytes.js';
+import { MATRIX_DAYS } from '../../shared/domain/city-nights.js';
 import { eachPair, tuples } from '../../shared/db/search-feed.js';
 
 const H = 3_600_000;
+const CARS = envelope('cars');
+const ROOM_TYPES = envelope('roomTypes');
 const car = (id: number, city: string, dailyPrice: number, turnaroundMinutes = 60): IndexedCar => ({
   id, plate: `P${id}`, model: 'M', city, dailyPrice, depositAmount: 10, currency: 'VND', turnaroundMinutes,
 });
@@ -47,7 +51,7 @@ describe('CarCalendar', () => {
             .map((c) => c.id);
           expect(cal.search(q.city, from, to, q.limit).map((c) => c.id)).toEqual(expected);
           // What the API sends: the same answer, byte for byte as JSON.stringify would write it.
-          expect(cal.searchJson(q.city, from, to, q.limit)).toBe(JSON.stringify(cal.search(q.city, from, to, q.limit)));
+          expect(cal.searchJson(q.city, from, to, q.limit, CARS).toString('utf8')).toBe(JSON.stringify({ cars: cal.search(q.city, from, to, q.limit) }));
         }
       },
     ));
@@ -97,7 +101,7 @@ describe('CarCalendar catalogue, changed car by car (the catalogue feed and the 
     cal.add(7, 1, 10 * H, 12 * H);
     cal.upsertCar(car(1, 'A', 9)); // dearer: now after car 2
     expect(order(cal, 'A')).toEqual([2, 1]);
-    expect(JSON.parse(cal.searchJson('A', 0, H, 5))).toEqual([car(2, 'A', 6), car(1, 'A', 9)].map(({ turnaroundMinutes: _t, ...c }) => c));
+    expect(JSON.parse(cal.searchJson('A', 0, H, 5, CARS).toString('utf8')).cars).toEqual([car(2, 'A', 6), car(1, 'A', 9)].map(({ turnaroundMinutes: _t, ...c }) => c));
     expect(cal.search('A', 10 * H, 11 * H, 5).map((c) => c.id)).toEqual([2]);
     // A rebuild reads car 2's page after a change moved booking 7 onto it: it leaves car 1.
     cal.load(2, [[7, 20 * H, 22 * H]]);
@@ -256,6 +260,35 @@ describe('StayCalendar', () => {
     expect(cal.search('A', d - 40, d, 1, 200)).toEqual([]);
   });
 
+  it('answers as the plain rule (min free over the nights ≥ rooms; most available first, then id; at most limit), any catalogue order', () => {
+    // Small counts make ties (the id order); large ones the comparison sort's path.
+    fc.assert(fc.property(
+      fc.array(fc.record({ id: fc.integer({ min: 1, max: 60 }), city: fc.constantFrom('A', 'B'), free: fc.array(fc.oneof(fc.integer({ min: -3, max: 6 }), fc.integer({ min: 0, max: 400 })), { minLength: 4, maxLength: 4 }), missing: fc.integer({ min: -1, max: 3 }) }), { maxLength: 40 }),
+      fc.integer({ min: 0, max: 3 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 8 }),
+      // The matrices' window: unset, covering the nights, cutting them (searches then walk the nights), far away;
+      // set before or after the nights, a search before them or not; nights stored years away (any date may be).
+      fc.option(fc.integer({ min: -1000, max: 104 })), fc.boolean(), fc.boolean(), fc.boolean(),
+      (types, from, len, rooms, limit, window, windowFirst, searchFirst, far) => {
+        const byId = new Map(types.map((t) => [t.id, t]));
+        const cal = new StayCalendar();
+        if (window !== null && windowFirst) cal.setWindow(window);
+        cal.setRoomTypes([...byId.values()].map((t) => ({ roomTypeId: t.id, hotelId: 1, hotelName: 'H', name: `R${t.id}`, depositAmount: 1, currency: 'VND', city: t.city })));
+        if (searchFirst) cal.search('A', 100, 101, 1, 5);
+        for (const t of byId.values()) t.free.forEach((f, d) => d !== t.missing && cal.setNight(t.id, 100 + d, f));
+        if (far) for (const t of byId.values()) cal.setNight(t.id, 100 + 5 * MATRIX_DAYS, 5);
+        if (window !== null && !windowFirst) cal.setWindow(window);
+        const [a, b] = [100 + from, Math.min(104, 100 + from + len)];
+        const plain = [...byId.values()]
+          .filter((t) => t.city === 'A' && b > a && (t.missing < from || t.missing >= b - 100))
+          .map((t) => ({ id: t.id, available: Math.min(...t.free.slice(a - 100, b - 100)) }))
+          .filter((t) => t.available >= rooms)
+          .sort((x, y) => y.available - x.available || x.id - y.id)
+          .slice(0, limit);
+        expect(cal.search('A', a, b, rooms, limit).map((r) => ({ id: r.roomTypeId, available: r.available }))).toEqual(plain);
+      },
+    ), { numRuns: 300 });
+  });
+
   it('sends the answer as JSON made once per room type, byte for byte what JSON.stringify writes (names quoted and escaped)', () => {
     fc.assert(fc.property(
       fc.array(fc.record({ hotelName: fc.string(), name: fc.string({ unit: 'binary' }), depositAmount: fc.nat(), free: fc.array(fc.integer({ min: -1, max: 9 }), { minLength: 4, maxLength: 4 }) }), { minLength: 1, maxLength: 8 }),
@@ -265,7 +298,7 @@ describe('StayCalendar', () => {
         cal.setRoomTypes(types.map((t, i) => ({ roomTypeId: i + 1, hotelId: 7, hotelName: t.hotelName, name: t.name, depositAmount: t.depositAmount, currency: 'VND', city: 'A' })));
         types.forEach((t, i) => t.free.forEach((f, d) => f >= 0 && cal.setNight(i + 1, 100 + d, f)));
         const [a, b] = [100 + from, Math.min(104, 100 + from + len)];
-        expect(cal.searchJson('A', a, b, rooms, 5)).toBe(JSON.stringify(cal.search('A', a, b, rooms, 5)));
+        expect(cal.searchJson('A', a, b, rooms, 5, ROOM_TYPES).toString('utf8')).toBe(JSON.stringify({ roomTypes: cal.search('A', a, b, rooms, 5) }));
       },
     ));
   });
