@@ -20,7 +20,8 @@
  *   --floor-seconds (10: pgbench; 0 skips) --floor-clients (16) --port (5400: api; dashboard +1, psp +2) --keep-db
  *   --api-workers (unset: the system's default API_WORKERS, as a fresh install runs; a number sets it)
  *   and the dataset's: --seed --cars --bookings --hot-cars --room-types --nights --anchor (see bench/data.ts).
- * Env: BENCH_REDIS_URL (redis://127.0.0.1:6379/13), KAFKA_BROKERS (127.0.0.1:9092), CPU_BY_PROCESS (the tool's path).
+ * Env: BENCH_REDIS_URL (redis://127.0.0.1:6379/13), KAFKA_BROKERS (127.0.0.1:9092), CPU_BY_PROCESS (the tool's path),
+ *   BENCH_LOG_LEVEL (info, a fresh install's: the system's LOG_LEVEL; info logs an access line per request).
  * Names: database bench_peak_<tag> (dropped after unless --keep-db), Redis keys bench:* in db 13, topics bench.*.
  * Report: bench/reports/peak-<time>.html (+ .json), git-ignored.
  */

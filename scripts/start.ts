@@ -1,5 +1,4 @@
 import path from 'node:path';
-import readline from 'node:readline';
 import type { Readable } from 'node:stream';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseConfig, ConfigError, type Config } from '../shared/config.js';
@@ -11,6 +10,7 @@ import { answers, ensureLocalKafka, LOCAL_BROKER } from './local-kafka.js';
 import { hostPortOf, portClaims, portProblems, redactUrl } from './preflight.js';
 import { summaryLines } from './start-summary.js';
 import { backoffMs } from '../shared/domain/backoff.js';
+import { prefixLines } from './prefix-lines.js';
 
 // `npm start`: migrations first, then one child per Procfile line (not `release`; `psp` only without
 // PSP_URL), restarting one that dies and forwarding SIGTERM so each finishes its work before exiting.
@@ -110,7 +110,10 @@ function relayOutput(name: string, child: ChildProcess) {
   const prefix = `${name.padEnd(13)}| `;
   // Read both pipes to the end whatever happens to ours, so a child never blocks on a full pipe.
   const forward = (from: Readable | null, to: 'stdout' | 'stderr') => {
-    if (from) readline.createInterface({ input: from, crlfDelay: Infinity }).on('line', (l) => write(to, `${prefix}${l}\n`));
+    if (!from) return;
+    const lines = prefixLines(prefix, (text) => write(to, text));
+    from.on('data', (chunk: Buffer) => lines.push(chunk));
+    from.on('end', () => lines.end());
   };
   forward(child.stdout, 'stdout');
   forward(child.stderr, 'stderr');

@@ -97,7 +97,7 @@ export async function startSystem(e: SystemEnv, logFile: string): Promise<Runnin
   }
   const env: Record<string, string> = {
     ...(process.env as Record<string, string>),
-    NODE_ENV: 'production', NOTIFY_WEBHOOK_URL: 'none', LOG_LEVEL: 'warn',
+    NODE_ENV: 'production', NOTIFY_WEBHOOK_URL: 'none', LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
     DATABASE_URL: e.databaseUrl, REDIS_URL: e.redisUrl, QUEUE_PREFIX: e.prefix.replace(/\W/g, ''), REDIS_KEY_PREFIX: `${e.prefix}`,
     KAFKA_BROKERS: e.kafkaBrokers, KAFKA_TOPIC_PREFIX: e.kafkaPrefix,
     PORT: String(e.port), DASHBOARD_PORT: String(e.dashboardPort), PSP_PORT: String(e.pspPort), PSP_SANDBOX: 'true',
