@@ -57,6 +57,11 @@ resolve_jars() {
   local marker="$LIBS/.resolved" want
   want="kafka_2.13 $KAFKA_VERSION $(sha256sum "$POM" | cut -c1-16)"
   [[ -f "$marker" && "$(cat "$marker")" == "$want" ]] && return 0
+  # Brokers started at once share the jars: one resolves, the others wait for it and find them.
+  mkdir -p "$(dirname "$LIBS")"
+  exec 8>"$LIBS.lock"
+  flock 8
+  [[ -f "$marker" && "$(cat "$marker")" == "$want" ]] && { exec 8>&-; return 0; }
   command -v mvn >/dev/null || die "mvn not found (needed once to resolve Kafka jars)"
   log "resolving kafka_2.13:$KAFKA_VERSION jars with Maven into $LIBS ..."
   rm -rf "$LIBS"; mkdir -p "$LIBS"
@@ -66,6 +71,7 @@ resolve_jars() {
     cat "$CACHE/mvn.log" >&2; die "Maven could not resolve kafka_2.13:$KAFKA_VERSION"
   fi
   echo "$want" >"$marker"
+  exec 8>&-
 }
 
 write_config() {
