@@ -73,7 +73,7 @@ export interface NewCarHold {
   holdExpiresAt: Date;
 }
 
-const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), totalAmount: z.number(), currency: z.string() });
+export const insertedHold = z.object({ id: z.number(), depositAmount: z.number(), totalAmount: z.number(), currency: z.string() });
 
 /**
  * Inserts the hold with the car's deposit; null when the car does not exist. The exclusion constraint,
@@ -89,14 +89,33 @@ export async function insertCarHold(db: CommonQueryMethods, h: NewCarHold): Prom
     RETURNING id, deposit_amount AS "depositAmount", total_amount AS "totalAmount", currency`);
 }
 
+/** What writing a car hold came to: the booking's row, or why there is none. */
+export type CarHoldOutcome =
+  | { kind: 'held'; row: InsertedHold }
+  /** The exclusion constraint refused it: the car is booked for an overlapping period (turnaround included). */
+  | { kind: 'taken' }
+  | { kind: 'noCar' }
+  /** The car's dailyPrice × days is beyond booking_total_bound (MAX_MONEY). */
+  | { kind: 'overBound' };
+
+export type InsertedHold = z.infer<typeof insertedHold>;
+
+/** A car hold to write with its booking.held event (the draft lacks what the INSERT decides). */
+export interface CarHoldWrite {
+  hold: NewCarHold;
+  held: RowEventDraft;
+}
+
 /**
  * The hold and its booking.held event in one statement (one round trip, no explicit transaction), prepared: the
  * hottest write there is. The event gets the new booking's id (its message key too), deposit, total and currency
  * from the inserted row, so it is exactly what insertCarHold + writeEvent write. As in insertCarHold, the
  * exclusion constraint decides (SQLSTATE 23P01); a refused hold writes no event either.
  */
-export async function insertCarHoldWithEvent(db: PreparedDb, h: NewCarHold, held: RowEventDraft): Promise<z.infer<typeof insertedHold> | null> {
-  const rows = await db.query<z.infer<typeof insertedHold>>('insert-car-hold-with-event', `
+export async function insertCarHoldWithEvent(db: PreparedDb, { hold: h, held }: CarHoldWrite): Promise<CarHoldOutcome> {
+  let rows: InsertedHold[];
+  try {
+    rows = await db.query<InsertedHold>('insert-car-hold-with-event', `
     WITH b AS (
       INSERT INTO booking (kind, status, customer_id, car_id, period, deposit_amount, total_amount, currency, hold_expires_at, next_expiry_check_at)
       SELECT 'car', 'HOLD', $1, c.id, tstzrange($2::timestamptz, $3::timestamptz, '[)'), c.deposit_amount, c.daily_price * $9::int8,
@@ -111,11 +130,18 @@ export async function insertCarHoldWithEvent(db: PreparedDb, h: NewCarHold, held
       FROM b
     )
     SELECT id, deposit_amount AS "depositAmount", total_amount AS "totalAmount", currency FROM b`,
-  [
-    h.customerId, h.from.toISOString(), h.to.toISOString(), h.holdExpiresAt.toISOString(), h.carId, held.eventId, held.topic,
-    JSON.stringify(held.payload), h.days, held.requestId, held.traceparent,
-  ]);
-  return rows[0] ? insertedHold.parse(rows[0]) : null;
+    [
+      h.customerId, h.from.toISOString(), h.to.toISOString(), h.holdExpiresAt.toISOString(), h.carId, held.eventId, held.topic,
+      JSON.stringify(held.payload), h.days, held.requestId, held.traceparent,
+    ]);
+  } catch (e) {
+    const pgError = e as { code?: string; constraint?: string };
+    if (pgError.code === '23P01') return { kind: 'taken' };
+    // The total is computed in the INSERT from the car's price (no read before it): migration 018's CHECK refuses one beyond MAX_MONEY.
+    if (pgError.code === '23514' && pgError.constraint === 'booking_total_bound') return { kind: 'overBound' };
+    throw e;
+  }
+  return rows[0] ? { kind: 'held', row: insertedHold.parse(rows[0]) } : { kind: 'noCar' };
 }
 
 export interface NewStayHold {

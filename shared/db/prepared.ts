@@ -32,7 +32,7 @@ export class DatabaseUnavailableError extends Error {
 export const isConnectionSqlState = (state: string) => state.startsWith('08') || /^57P0[123]$/.test(state);
 
 /** node-postgres's errors from the server carry a 5-character SQLSTATE; a connection-level one is not the statement's. */
-const isStatementError = (e: unknown) => {
+export const isStatementError = (e: unknown) => {
   const state = String((e as { code?: unknown })?.code ?? '');
   return /^[0-9A-Z]{5}$/.test(state) && !isConnectionSqlState(state);
 };

@@ -72,3 +72,9 @@ export function countByType(counter: Counter<'type'>, rows: readonly { topic: st
   for (const r of rows) counts.set(r.topic, (counts.get(r.topic) ?? 0) + 1);
   for (const [type, n] of counts) counter.inc({ type }, n);
 }
+
+/** Car holds written per statement (shared/usecases/car-hold-batches.ts): 1 at low load, more as holds queue up. */
+export const carHoldBatchSize = new Histogram({
+  name: 'car_hold_batch_size', help: 'Car holds written by one statement (group commit); a fallback to single statements counts each as 1',
+  buckets: [1, 2, 4, 8, 16, 32], registers,
+});

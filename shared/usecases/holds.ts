@@ -7,7 +7,8 @@ import { MAX_MONEY } from '../domain/money.js';
 import { checkCarHold, checkStayDates, stayDeposit, type BookingKind } from '../domain/booking.js';
 import { carDays, soldOut } from '../domain/rates.js';
 import { attributeChanges, moveRooms } from '../db/inventory.js';
-import { insertCarHold, insertCarHoldWithEvent, insertStayHold } from '../db/bookings.js';
+import { insertCarHold, insertStayHold, type CarHoldOutcome } from '../db/bookings.js';
+import { writeCarHold } from './car-hold-batches.js';
 import { draftCarHeld, writeEvent } from '../events/outbox.js';
 import { armHoldExpiry } from './effects/expiry.js';
 import { afterStatement, transact } from './transact.js';
@@ -117,36 +118,46 @@ async function commitHold(
   return result;
 }
 
-/** A car: one INSERT whose exclusion constraint, not a prior read, decides whether the car is free. */
+/**
+ * A car: one INSERT whose exclusion constraint, not a prior read, decides whether the car is free. Without an
+ * Idempotency-Key nothing else commits with it: the booking and booking.held are one statement, shared with the car
+ * holds arriving at the same moment (car-hold-batches.ts).
+ */
 async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind: 'car' }>): Promise<HoldResult> {
   const booked = { kind: 'car' as const, carId: input.carId, from: input.from.toISOString(), to: input.to.toISOString() };
   const newHold = {
     customerId: hold.actor.id, carId: input.carId, from: input.from, to: input.to, days: carDays(input.from, input.to), holdExpiresAt: hold.expiresAt,
   };
+  if (!hold.beforeCommit) {
+    const held = draftCarHeld(hold.now, { customerId: hold.actor.id, ...booked, holdExpiresAt: hold.expiresAt.toISOString() });
+    const outcome = await writeCarHold(deps.prepared, { hold: newHold, held });
+    if (outcome.kind !== 'held') throw carRefusal(outcome);
+    const { row } = outcome;
+    // One statement, no transaction to hang the job on: its expiry job is added right after it returned.
+    await afterStatement(deps, [{ kind: 'expiry', bookingId: row.id, gen: 0, runAt: hold.expiresAt }]);
+    return holdResult(deps, hold, { ...row, bookingId: row.id, booked });
+  }
   try {
-    if (!hold.beforeCommit) {
-      // Nothing else commits with it (no Idempotency-Key): the booking and booking.held in one statement.
-      const draft = draftCarHeld(hold.now, { customerId: hold.actor.id, ...booked, holdExpiresAt: hold.expiresAt.toISOString() });
-      const row = await insertCarHoldWithEvent(deps.prepared, newHold, draft);
-      if (!row) throw notFound('car');
-      // One statement, no transaction to hang the job on: its expiry job is added right after it returned.
-      await afterStatement(deps, [{ kind: 'expiry', bookingId: row.id, gen: 0, runAt: hold.expiresAt }]);
-      return holdResult(deps, hold, { ...row, bookingId: row.id, booked });
-    }
     return await transact(deps, async (tx) => {
       const row = await insertCarHold(tx, newHold);
       if (!row) throw notFound('car');
       return commitHold(tx, deps, hold, { ...row, bookingId: row.id, booked });
     });
   } catch (e) {
-    // slonik's typed error (transaction path) or node-postgres's SQLSTATE (prepared path).
-    if (e instanceof CheckExclusionConstraintViolationError || (e as { code?: string }).code === '23P01') {
-      throw new DomainError('CAR_UNAVAILABLE', 'the car is already booked for an overlapping period (turnaround included)');
-    }
-    // The total is computed in the INSERT from the car's price (no read before it): migration 018's CHECK refuses
-    // one beyond MAX_MONEY, and that is the request's fault (its span), not the server's.
-    if (brokenCheck(e) === 'booking_total_bound') throw validation('to', `the dailyPrice × days would exceed ${MAX_MONEY} minor units`);
+    if (e instanceof CheckExclusionConstraintViolationError) throw carRefusal({ kind: 'taken' });
+    if (brokenCheck(e) === 'booking_total_bound') throw carRefusal({ kind: 'overBound' });
     throw e;
+  }
+}
+
+/** The domain's answer to a car hold that was not written. */
+function carRefusal(outcome: Exclude<CarHoldOutcome, { kind: 'held' }>): DomainError {
+  switch (outcome.kind) {
+    case 'taken': return new DomainError('CAR_UNAVAILABLE', 'the car is already booked for an overlapping period (turnaround included)');
+    case 'noCar': return notFound('car');
+    // The total is computed in the INSERT from the car's price (no read before it): migration 018's CHECK (or the
+    // batch's same bound) refuses one beyond MAX_MONEY, and that is the request's fault (its span), not the server's.
+    case 'overBound': return validation('to', `the dailyPrice × days would exceed ${MAX_MONEY} minor units`);
   }
 }
 
@@ -187,11 +198,9 @@ async function holdStay(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind
   }
 }
 
-/** The CHECK constraint a write broke, by name: slonik's typed error (transactions) or node-postgres's (prepared). */
+/** The CHECK constraint a transaction's write broke, by name (slonik's typed error). */
 function brokenCheck(e: unknown): string | null {
-  if (e instanceof CheckIntegrityConstraintViolationError) return e.constraint;
-  const pgError = e as { code?: string; constraint?: string };
-  return pgError.code === '23514' ? pgError.constraint ?? null : null;
+  return e instanceof CheckIntegrityConstraintViolationError ? e.constraint : null;
 }
 
 /** The per-customer budget of new holds (HOLD_RATE_LIMIT per HOLD_RATE_WINDOW_S). */
