@@ -65,14 +65,18 @@ export class GroupCommit<I, O> {
     const batch: Waiting<I, O>[] = [];
     const left: Waiting<I, O>[] = [];
     const keys = new Set<string | number>();
-    for (const w of this.waiting) {
+    let i = 0;
+    for (; i < this.waiting.length && batch.length < maxBatch; i++) {
+      const w = this.waiting[i]!;
       const k = key(w.input);
-      if (batch.length < maxBatch && !keys.has(k)) {
+      if (keys.has(k)) left.push(w);
+      else {
         keys.add(k);
         batch.push(w);
-      } else left.push(w);
+      }
     }
-    this.waiting = left;
+    // A full batch stops the scan: a long queue is not walked once per statement.
+    this.waiting = i === this.waiting.length ? left : left.concat(this.waiting.slice(i));
     return batch;
   }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { MAX_MONEY } from '../domain/money.js';
-import type { PreparedDb } from './prepared.js';
+import { isStatementError, type PreparedDb } from './prepared.js';
 import { insertedHold, type CarHoldOutcome, type CarHoldWrite } from './bookings.js';
 
 // The batched form of insertCarHoldWithEvent (bookings.ts): the booking aggregate's one multi-row write.
@@ -17,7 +17,8 @@ const batchOutcome = z.object({
 /**
  * Several car holds and their booking.held events in one statement: what insertCarHoldWithEvent does for each,
  * with one round trip, one plan and one commit for all. One outcome per hold, in input order. The cars must be
- * distinct (the events are joined to their bookings by car).
+ * distinct (the events are joined to their bookings by car). Null when the server refused the statement (a
+ * SQLSTATE: an overflow, a trigger's error, a deadlock it broke): it wrote nothing, and each hold may be tried alone.
  *
  * - Each hold reads its car by key (LATERAL … OFFSET 0 keeps the planner from a join over the whole car table,
  *   whatever the statistics say: autovacuum may be off).
@@ -27,7 +28,7 @@ const batchOutcome = z.object({
  *   statement: it waits for an uncommitted overlapping writer exactly as a plain INSERT does, and skips the row if
  *   that writer commits. The rows go in car order, so two batches wait for each other's cars in one order only.
  */
-export async function insertCarHoldsWithEvents(db: PreparedDb, holds: readonly CarHoldWrite[]): Promise<CarHoldOutcome[]> {
+export async function insertCarHoldsWithEvents(db: PreparedDb, holds: readonly CarHoldWrite[]): Promise<CarHoldOutcome[] | null> {
   if (new Set(holds.map((w) => w.hold.carId)).size !== holds.length) throw new Error('insertCarHoldsWithEvents: a car appears twice in one batch');
   const rows = await db.query<unknown>('insert-car-holds-with-events', `
     WITH i AS (
@@ -61,7 +62,8 @@ export async function insertCarHoldsWithEvents(db: PreparedDb, holds: readonly C
     holds.map((w) => w.hold.to.toISOString()), holds.map((w) => w.hold.holdExpiresAt.toISOString()), holds.map((w) => w.hold.days),
     holds.map((w) => w.held.eventId), holds.map((w) => w.held.topic), holds.map((w) => JSON.stringify(w.held.payload)),
     holds.map((w) => w.held.requestId), holds.map((w) => w.held.traceparent), MAX_MONEY,
-  ]);
+  ]).catch((e: unknown) => (isStatementError(e) ? null : Promise.reject(e)));
+  if (rows === null) return null;
   if (rows.length !== holds.length) throw new Error(`insertCarHoldsWithEvents: ${holds.length} holds, ${rows.length} outcomes`);
   return rows.map((raw): CarHoldOutcome => {
     const r = batchOutcome.parse(raw);

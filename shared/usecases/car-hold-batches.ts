@@ -1,7 +1,7 @@
 import { GroupCommit } from '../group-commit.js';
 import { insertCarHoldWithEvent, type CarHoldOutcome, type CarHoldWrite } from '../db/bookings.js';
 import { insertCarHoldsWithEvents } from '../db/car-hold-batch.js';
-import { isStatementError, type PreparedDb } from '../db/prepared.js';
+import type { PreparedDb } from '../db/prepared.js';
 import { carHoldBatchSize } from '../metrics/work.js';
 
 /**
@@ -32,17 +32,13 @@ async function runBatch(db: PreparedDb, batch: readonly CarHoldWrite[]): Promise
     carHoldBatchSize.observe(1);
     return Promise.allSettled([insertCarHoldWithEvent(db, batch[0]!)]);
   }
-  try {
-    const outcomes = await insertCarHoldsWithEvents(db, batch);
-    carHoldBatchSize.observe(batch.length);
-    return outcomes.map((value) => ({ status: 'fulfilled', value }));
-  } catch (e) {
-    // The server refused the statement (a SQLSTATE: an overflow, a trigger's error): it wrote nothing, so each hold
-    // is tried on its own, and only the one at fault fails. Anything else (the connection, an answer that does not
-    // parse) fails the whole batch: whether it committed is unknown, and a retry could write a hold twice.
-    if (!isStatementError(e)) throw e;
-    return eachOnItsOwn(db, batch);
-  }
+  // A throw (the connection, an answer that does not parse) fails the whole batch: whether it committed is unknown,
+  // and a retry could write a hold twice.
+  const outcomes = await insertCarHoldsWithEvents(db, batch);
+  // Refused by the server, it wrote nothing: each hold is tried on its own, and only the one at fault fails.
+  if (outcomes === null) return eachOnItsOwn(db, batch);
+  carHoldBatchSize.observe(batch.length);
+  return outcomes.map((value) => ({ status: 'fulfilled', value }));
 }
 
 /** The batch's holds as single statements, MAX_IN_FLIGHT at a time (no more connections than the batches use). */

@@ -7,7 +7,7 @@ import { insertCarHoldWithEvent, type CarHoldWrite } from '../../shared/db/booki
 import { insertCarHoldsWithEvents } from '../../shared/db/car-hold-batch.js';
 import { draftCarHeld } from '../../shared/events/outbox.js';
 import { writeCarHold } from '../../shared/usecases/car-hold-batches.js';
-import { carHoldBatchSize } from '../../shared/metrics/work.js';
+import { batchTotals } from '../helpers/car-batches.js';
 
 // Car holds without an Idempotency-Key share one statement when they arrive together (group commit,
 // shared/usecases/car-hold-batches.ts): each still gets its own outcome, its own event, and the exclusion
@@ -18,13 +18,6 @@ beforeAll(async () => {
   h = await startHarness();
 });
 afterAll(async () => h?.close());
-
-/** Observations of car_hold_batch_size so far: how many statements, and how many holds they carried. */
-async function batchTotals(): Promise<{ statements: number; holds: number }> {
-  const { values } = await carHoldBatchSize.get();
-  const of = (suffix: string) => values.find((v) => v.metricName === `car_hold_batch_size_${suffix}`)?.value ?? 0;
-  return { statements: of('count'), holds: of('sum') };
-}
 
 let hourSlot = 0;
 /** A hold of `carId` for a fresh customer, `startHour` hours from now (the car's period is free unless a test books it). */
@@ -75,7 +68,7 @@ describe('car holds sharing a statement', () => {
     const at = freshHour();
     expect((await insertCarHoldWithEvent(h.deps.prepared, write(taken, at))).kind).toBe('held');
     const outcomes = await insertCarHoldsWithEvents(h.deps.prepared, [write(free, at), write(taken, at), write(999_999_999, at), write(pricey, at, 3)]);
-    expect(outcomes.map((o) => o.kind)).toEqual(['held', 'taken', 'noCar', 'overBound']);
+    expect(outcomes!.map((o) => o.kind)).toEqual(['held', 'taken', 'noCar', 'overBound']);
     const { rows } = await h.sql(`SELECT car_id FROM booking WHERE car_id = ANY($1) ORDER BY id`, [[free, taken, pricey]]);
     expect(rows.map((r) => Number(r.car_id))).toEqual([taken, free]);
     // The single statement refuses over the bound the same way (by the CHECK).
@@ -89,7 +82,7 @@ describe('car holds sharing a statement', () => {
     const single = await insertCarHoldWithEvent(h.deps.prepared, one);
     const both = [write(b, at, 2), write(c, at, 2)];
     const batched = await insertCarHoldsWithEvents(h.deps.prepared, both);
-    const ids = [single, ...batched].map((o) => (o.kind === 'held' ? o.row.id : 0));
+    const ids = [single, ...batched!].map((o) => (o.kind === 'held' ? o.row.id : 0));
     const q = await h.sql(`
       SELECT b.id, b.status, b.customer_id, b.deposit_amount, b.total_amount, b.currency, b.hold_expires_at, b.next_expiry_check_at,
              lower(b.period) AS "from", upper(b.period) AS "to", o.topic, o.payload, o.request_id, o.traceparent, o.event_id
