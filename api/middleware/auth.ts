@@ -1,16 +1,12 @@
 import type { Middleware } from 'koa';
 import { createVerifier } from 'fast-jwt';
-import { z } from 'zod';
 import { DomainError, forbidden } from '../../shared/domain/errors.js';
 import type { Actor, Role } from '../../shared/domain/actor.js';
 import { parseIdText } from '../../shared/domain/ids.js';
 import type { ApiState } from '../context.js';
 import { header } from '../headers.js';
 
-const claims = z.object({
-  sub: z.string().refine((s) => parseIdText(s) !== null),
-  role: z.enum(['customer', 'host', 'operator']),
-});
+const ROLES: ReadonlySet<unknown> = new Set<Role>(['customer', 'host', 'operator']);
 
 const unauthenticated = (why: string) => new DomainError('UNAUTHENTICATED', why);
 
@@ -33,9 +29,11 @@ export function verifyBearer(verify: Verify, header: string | undefined): Actor 
   } catch {
     throw unauthenticated('the bearer token is invalid or expired');
   }
-  const c = claims.safeParse(payload);
-  if (!c.success) throw unauthenticated('the bearer token lacks a valid sub or role');
-  return { id: Number(c.data.sub), role: c.data.role };
+  // Plain checks, not a zod object (a few µs on every authenticated request): sub a decimal id, role one of ours.
+  const { sub, role } = (typeof payload === 'object' && payload !== null ? payload : {}) as { sub?: unknown; role?: unknown };
+  const id = typeof sub === 'string' ? parseIdText(sub) : null;
+  if (id === null || !ROLES.has(role)) throw unauthenticated('the bearer token lacks a valid sub or role');
+  return { id, role: role as Role };
 }
 
 /** Authenticates, then refuses (403) a role that may not call the endpoint — before any input is read. */

@@ -5,9 +5,10 @@ import { actorOf, authenticate } from '../middleware/auth.js';
 import { HoldRateLimiter } from '../hold-rate-limiter.js';
 import { parse, pathId } from '../validation.js';
 import { parseHeader } from '../headers.js';
+import { isObject } from '../schemas/common.js';
 import { z } from 'zod';
 import {
-  bookingAnswer, cancelAnswer, cancelBody, carHoldBody, changeAnswer, changeBody, holdAnswer, holdBodyObject, idempotencyKeyHeader, stayHoldBody,
+  bookingAnswer, cancelAnswer, cancelBody, carHoldBody, changeAnswer, changeBody, fastCarHoldBody, holdAnswer, holdBodyObject, idempotencyKeyHeader, stayHoldBody,
   tripAnswer,
 } from '../schemas/bookings.js';
 import type { Operation } from '../openapi/operation.js';
@@ -18,6 +19,8 @@ import { startPayment } from '../../shared/usecases/payments.js';
 import { changeBooking } from '../../shared/usecases/changes.js';
 
 function holdInput(body: unknown): HoldInput {
+  const car = isObject(body) && !('roomTypeId' in body) ? fastCarHoldBody(body) : null;
+  if (car) return { kind: 'car', ...car };
   const obj = parse(holdBodyObject, body, 'body');
   if ('roomTypeId' in obj) return { kind: 'stay', ...parse(stayHoldBody, obj, 'body') };
   return { kind: 'car', ...parse(carHoldBody, obj, 'body') };

@@ -4,7 +4,7 @@ import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
 import { sendAnswer } from '../answer.js';
 import { parse } from '../validation.js';
-import { carAnswer, carSearchAnswer, carSearchQuery, createCarBody } from '../schemas/cars.js';
+import { carAnswer, carSearchAnswer, carSearchQuery, createCarBody, fastCarSearchQuery } from '../schemas/cars.js';
 import type { Operation } from '../openapi/operation.js';
 import { createCar } from '../../shared/usecases/catalogue.js';
 import { searchCars } from '../../shared/usecases/search.js';
@@ -17,7 +17,7 @@ export function carRoutes(deps: RouteDeps) {
     ctx.body = await createCar(deps, actorOf(ctx.state), input);
   });
   router.get('/cars', async (ctx) => {
-    sendAnswer(ctx, await searchCars(deps, parse(carSearchQuery, ctx.query, 'query')));
+    sendAnswer(ctx, await searchCars(deps, fastCarSearchQuery(ctx.query) ?? parse(carSearchQuery, ctx.query, 'query')));
   });
   return router;
 }

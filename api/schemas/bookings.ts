@@ -1,9 +1,17 @@
 import { z } from 'zod';
-import { CLEAN_TEXT, dateOut, guests, isCleanText, id, instant, instantOut, isoDate, money, rooms } from './common.js';
+import { CLEAN_TEXT, dateOut, fastId, fastInstant, guests, isCleanText, id, instant, instantOut, isObject, isoDate, money, rooms } from './common.js';
 import { BOOKING_STATUSES } from '../../shared/domain/booking-status.js';
 
 /** POST /bookings for a car (from in the future, from < to, ≤ 30 days: checked by the hold use case) */
 export const carHoldBody = z.object({ carId: id, from: instant, to: instant });
+/** carHoldBody's answer without zod (common.ts, "Fast paths"), or null. */
+export function fastCarHoldBody(b: unknown): z.infer<typeof carHoldBody> | null {
+  if (!isObject(b)) return null;
+  const carId = fastId(b.carId);
+  const from = fastInstant(b.from);
+  const to = fastInstant(b.to);
+  return carId === null || from === null || to === null ? null : { carId, from, to };
+}
 /** POST /bookings for a stay: the body names `roomTypeId` */
 export const stayHoldBody = z.object({
   roomTypeId: id, checkIn: isoDate, checkOut: isoDate, rooms, guests, ratePlanId: id.optional(), quoteId: id.optional(),

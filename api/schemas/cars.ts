@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { currency, deposit, id, instant, money, queryInt, text } from './common.js';
+import { currency, deposit, fastInstant, fastText, id, instant, isObject, money, queryInt, text } from './common.js';
 
 /** POST /cars */
 export const createCarBody = z.object({
@@ -15,6 +15,14 @@ export const createCarBody = z.object({
 
 /** GET /cars (from < to and the 30-day span are checked by the search use case) */
 export const carSearchQuery = z.object({ city: text(50), from: instant, to: instant, limit: queryInt(50, 1, 200) });
+/** carSearchQuery's answer without zod when `limit` is left to its default (common.ts, "Fast paths"), else null. */
+export function fastCarSearchQuery(q: unknown): z.infer<typeof carSearchQuery> | null {
+  if (!isObject(q) || q.limit !== undefined) return null;
+  const city = fastText(q.city, 50);
+  const from = fastInstant(q.from);
+  const to = fastInstant(q.to);
+  return city === null || from === null || to === null ? null : { city, from, to, limit: 50 };
+}
 
 /** A car as created (201). */
 export const carAnswer = z.object({
