@@ -105,6 +105,45 @@ export async function settleRefusedIntentCreate(
   return r.rowCount === 1;
 }
 
+/**
+ * A cancellation's replay of a create found unanswered got `intentId`: settled (as answerIntentCreate), and doubted
+ * (doubted_at) from `unansweredSince`, the last send before the replay (its answer never reached the record: a send
+ * in doubt, a process gone mid-send, a write lost), or from now when null (this replay's answer came to a retry).
+ * Such a send may still land: while it can, the booking's cancellation looks again (lateIntentCreateSends).
+ */
+export async function answerReplayedIntentCreate(
+  db: CommonQueryMethods, bookingId: number, idempotencyKey: string, intentId: string, unansweredSince: string | null,
+): Promise<void> {
+  await db.query(sql.typeAlias('void')`
+    UPDATE intent_create SET answered_at = coalesce(answered_at, now()), intent_id = coalesce(intent_id, ${intentId}),
+      doubted_at = greatest(doubted_at, coalesce(${unansweredSince}::timestamptz, now()))
+    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey}`);
+}
+
+/**
+ * The booking's creates with a send in doubt that the provider may still carry out after `listedAt` (doubted within
+ * `lateS`, the provider's lateness, before it), and how long after `listedAt` the last of them can land (ms). Such a
+ * send gets the create's intent back while the provider keeps its key; once it has forgotten the key, it makes a new
+ * intent that a listing at `listedAt` did not show.
+ */
+export async function lateIntentCreateSends(
+  db: CommonQueryMethods, bookingId: number, t: { listedAt: string; lateS: number },
+): Promise<readonly { idempotencyKey: string; landsWithinMs: number }[]> {
+  return db.any(sql.type(z.object({ idempotencyKey: z.string(), landsWithinMs: z.number() }))`
+    SELECT idempotency_key AS "idempotencyKey",
+           ceil(extract(epoch FROM doubted_at + make_interval(secs => ${t.lateS}) - ${t.listedAt}::timestamptz) * 1000)::int AS "landsWithinMs"
+    FROM intent_create
+    WHERE booking_id = ${bookingId} AND doubted_at >= ${t.listedAt}::timestamptz - make_interval(secs => ${t.lateS})`);
+}
+
+/**
+ * The attempt did its work but may not settle yet (a send in doubt may still land): the claim ends without counting
+ * as a failed attempt, due again in `retryInMs`. False when the token no longer holds the row (re-opened meanwhile).
+ */
+export async function deferIntentCancellation(db: CommonQueryMethods, c: IntentCancellationClaim, retryInMs: number): Promise<boolean> {
+  return releaseLease(db, LEASED.intentCancellation, [c.bookingId], c.leaseToken, { retryInMs, error: null, uncount: true });
+}
+
 /** The provider answered the create with `intentId`: settled (also one settled as refused, should that come first). */
 export async function answerIntentCreate(db: CommonQueryMethods, bookingId: number, idempotencyKey: string, intentId: string): Promise<void> {
   await db.query(sql.typeAlias('void')`

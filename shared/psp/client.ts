@@ -166,11 +166,11 @@ export class PspClient {
     return view;
   }
 
+  /** `o.onAnswer`: the attempts that left; more than one when the intent answered a retry (the one before may yet land). */
   createPaymentIntent(
-    input: { amount: number; currency: string; reference: string },
-    idempotencyKey: string,
+    input: { amount: number; currency: string; reference: string }, idempotencyKey: string, o: { onAnswer?: (attempts: number) => void } = {},
   ): Promise<PaymentIntent> {
-    return this.request('POST', '/v1/payment_intents', paymentIntentSchema, input, { idempotencyKey });
+    return this.request('POST', '/v1/payment_intents', paymentIntentSchema, input, { idempotencyKey, onAnswer: o.onAnswer });
   }
 
   getPaymentIntent(id: string): Promise<PaymentIntent> {
@@ -246,7 +246,7 @@ export class PspClient {
     path: string,
     schema: z.ZodType<T, z.ZodTypeDef, unknown>,
     body?: unknown,
-    { idempotencyKey, policy = this.policy, beforeSend }: SendOptions = {},
+    { idempotencyKey, policy = this.policy, beforeSend, onAnswer }: SendOptions = {},
   ): Promise<T> {
     const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
@@ -282,12 +282,13 @@ export class PspClient {
         cause: parsed.error,
       });
     }
+    onAnswer?.(attempts);
     return parsed.data;
   }
 }
 
-/** The Idempotency-Key (every retry reuses it), the policy (default: retrying), and beforeSend (unanswered.ts). */
-interface SendOptions { idempotencyKey?: string; policy?: ReturnType<typeof attemptPolicy>; beforeSend?: () => Promise<void> }
+/** The Idempotency-Key (every retry reuses it), the policy (default: retrying), beforeSend (unanswered.ts), onAnswer (a 2xx). */
+interface SendOptions { idempotencyKey?: string; policy?: ReturnType<typeof attemptPolicy>; beforeSend?: () => Promise<void>; onAnswer?: (attempts: number) => void }
 
 function parseJsonOr(text: string): unknown {
   try {

@@ -3,9 +3,10 @@ import { backoffMs } from '../domain/backoff.js';
 import { inWords, type JobOutcome } from '../domain/jobs.js';
 import { findBooking } from '../db/bookings.js';
 import {
-  answerIntentCreate, claimIntentCancellation, completeIntentCancellation, intentCancellationLeaseState, retryIntentCancellation,
+  claimIntentCancellation, completeIntentCancellation, intentCancellationLeaseState, retryIntentCancellation,
   unansweredIntentCreates, type IntentCancellationClaim,
   answeredIntentCreates, databaseNow, doubtIntentCreate, markIntentCreateSent, settleRefusedIntentCreate,
+  answerReplayedIntentCreate, deferIntentCancellation, lateIntentCreateSends,
 } from '../db/intent-cancellations.js';
 import { ProviderRejectedError, ProviderUnreachableError, type PaymentIntent } from '../psp/client.js';
 import { QUEUES } from '../queues/registry.js';
@@ -24,6 +25,7 @@ import { sameCurrency } from '../domain/money.js';
 export type IntentCancellationOutcome =
   | { kind: 'done'; cancelled: number; refunded: number }
   | { kind: 'reopened' }
+  | { kind: 'waiting'; inMs: number; cancelled: number; refunded: number }
   | { kind: 'retry'; inMs: number; error: string }
   | { kind: 'throttled'; forMs: number; error: string };
 
@@ -31,12 +33,14 @@ export type IntentCancellationOutcome =
  * One attempt at a claimed obligation: every intent of the booking (the provider's list by reference, the one the
  * booking saved, and those of creates /pay sent that were never answered, sent again) is cancelled; one that has
  * succeeded instead is recorded like its webhook would be (`applyPaymentSuccess`: once per intent, refunded in
- * full since the booking is no longer a HOLD). Settled once the provider has answered for all of them; any failure
- * (unreachable, 401, 429, …) retries with backoff.
+ * full since the booking is no longer a HOLD). Settled once the provider has answered for all of them, on a listing
+ * made after every send of the creates that went unanswered is past the provider's lateness (else `waiting`: it
+ * looks again then); any failure (unreachable, 401, 429, …) retries with backoff.
  */
 export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim): Promise<IntentCancellationOutcome> {
   let cancelled = 0;
   let refunded = 0;
+  let waitMs = 0;
   try {
     const listedAt = await databaseNow(deps.db);
     const listed = await deps.psp.listPaymentIntents(String(claim.bookingId));
@@ -93,9 +97,13 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
         if (!superseded(c.idempotencyKey)) continue;
         const own = await markIntentCreateSent(deps.db, b.id, c);
         try {
-          const intent = await deps.psp.createPaymentIntent({ amount: c.amount, currency: c.currency, reference: String(b.id) }, c.idempotencyKey);
+          let retried = false;
+          const intent = await deps.psp.createPaymentIntent(
+            { amount: c.amount, currency: c.currency, reference: String(b.id) }, c.idempotencyKey, { onAnswer: (attempts) => (retried = attempts > 1) },
+          );
           if (!settled.has(intent.id)) await settle(intent);
-          await answerIntentCreate(deps.db, b.id, c.idempotencyKey, intent.id);
+          // Answered; the earlier sends (and this one's unanswered attempts) are doubted: they may still land.
+          await answerReplayedIntentCreate(deps.db, b.id, c.idempotencyKey, intent.id, retried ? null : c.lastSentAt);
         } catch (e) {
           const rejected = e instanceof ProviderRejectedError ? e : null;
           const refusedForGood = rejected?.madeNothing
@@ -108,6 +116,13 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
         }
       }
       if (replayFailure) throw replayFailure;
+      // A send that went unanswered may still be carried out, up to the provider's lateness after it: with the key
+      // the provider still holds, it gets the create's intent back (cancelled above); with a key the provider has
+      // forgotten (Stripe does after 24 h, the sandbox on demand), it makes a new intent this listing did not show.
+      // So the obligation is settled only by a listing made after every such send is past that lateness; until
+      // then the attempt has done what it could and looks again once the last of them is past it.
+      const late = await lateIntentCreateSends(deps.db, b.id, { listedAt, lateS });
+      waitMs = Math.max(0, ...late.filter((c) => superseded(c.idempotencyKey)).map((c) => c.landsWithinMs));
     }
   } catch (e) {
     const error = e instanceof Error ? e.message : String(e);
@@ -118,6 +133,11 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
     const inMs = backoffMs(claim.attempts, QUEUES['intent-cancellations'].backoff);
     await retryIntentCancellation(deps.db, claim, { retryInMs: inMs, error });
     return { kind: 'retry', inMs, error };
+  }
+  if (waitMs > 0) {
+    const inMs = waitMs + 100;
+    if (!(await deferIntentCancellation(deps.db, claim, inMs))) return { kind: 'reopened' };
+    return { kind: 'waiting', inMs, cancelled, refunded };
   }
   // Re-opened meanwhile (an intent created after the booking left HOLD): this attempt may have missed it.
   if (!(await completeIntentCancellation(deps.db, claim))) return { kind: 'reopened' };
@@ -145,6 +165,11 @@ export async function runIntentCancellationJob(deps: Deps, job: { bookingId: num
   switch (o.kind) {
     case 'done':
       return { kind: 'done', result: 'done', log: `${attempt}: ${o.cancelled} cancelled, ${o.refunded} refunded (had succeeded)` };
+    case 'waiting':
+      return {
+        kind: 'later', at: new Date(deps.clock.now().getTime() + o.inMs),
+        log: `${attempt}: ${o.cancelled} cancelled, ${o.refunded} refunded (had succeeded); a create's send that went unanswered may still land: listed again ${inWords(o.inMs)}`,
+      };
     case 'reopened':
       return { kind: 'retry', inMs: 0, error: 're-opened during the attempt', log: `${attempt}: re-opened meanwhile (an intent created late); again now` };
     case 'throttled':

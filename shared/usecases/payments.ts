@@ -64,7 +64,9 @@ const intentCreateOf = (b: Booking): IntentCreate =>
  * have created it without saying so (no answer: a timeout, a reset, a 5xx, an unreadable answer; or a 409 or a
  * refusal that came to a retry of an attempt that had timed out). The create is written down before it is sent (a
  * crash in between leaves it unanswered), its answer after; a create in doubt is marked so (doubtIntentCreate): only
- * an intent answer settles it then, and the booking's intent cancellation sends it again until one comes. Each of
+ * an intent answer settles it then, and the booking's intent cancellation sends it again until one comes. An intent
+ * answered to a retry is doubted too: the attempt before it went unanswered and may still land (the cancellation
+ * waits out the provider's lateness after a doubt before it settles). Each of
  * these writes owes that cancellation again when the booking has left HOLD or changed its deposit meanwhile
  * (oweCancellationUnlessPayable): it may have run without this create, and nothing after the write is relied on (a
  * lost connection, a crash).
@@ -78,8 +80,12 @@ async function createIntent(deps: Deps, b: Booking): Promise<PaymentIntent | { i
   });
   const fresh = await write((tx) => recordIntentCreate(tx, b.id, create));
   let intent: PaymentIntent;
+  // The intent came to a retry: an attempt before it went unanswered and may still land (doubted, as below).
+  let retried = false;
   try {
-    intent = await deps.psp.createPaymentIntent({ amount: create.amount, currency: create.currency, reference: String(b.id) }, key);
+    intent = await deps.psp.createPaymentIntent(
+      { amount: create.amount, currency: create.currency, reference: String(b.id) }, key, { onAnswer: (attempts) => (retried = attempts > 1) },
+    );
   } catch (e) {
     const rejected = e instanceof ProviderRejectedError ? e : null;
     if (e instanceof ProviderUnreachableError || rejected?.afterUnanswered || rejected?.status === 409) {
@@ -94,7 +100,10 @@ async function createIntent(deps: Deps, b: Booking): Promise<PaymentIntent | { i
     }
     throw e;
   }
-  await write((tx) => answerIntentCreate(tx, b.id, key, intent.id));
+  await write(async (tx) => {
+    await answerIntentCreate(tx, b.id, key, intent.id);
+    if (retried) await doubtIntentCreate(tx, b.id, key);
+  });
   return intent;
 }
 

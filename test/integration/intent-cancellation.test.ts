@@ -199,10 +199,13 @@ describe('an intent created while its booking leaves HOLD', () => {
     expect((await q.sql(`SELECT done_at FROM intent_cancellation WHERE booking_id = $1`, [b.id])).rows[0]).toEqual({ done_at: null });
 
     // The cancellation runs before any original has landed: the provider lists no intent, and the create sent again
-    // with its key makes the intent now, which is cancelled.
+    // with its key makes the intent now, which is cancelled. Not settled yet: /pay's sends may still land (a provider
+    // that has forgotten the key by then makes another intent), so it looks again once they are past its lateness.
     expect((await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id))).toEqual([]);
     const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
-    expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
+    expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'waiting', inMs: expect.any(Number), cancelled: 1, refunded: 0 });
+    expect((await q.sql(`SELECT done_at, lease_token FROM intent_cancellation WHERE booking_id = $1`, [b.id])).rows[0])
+      .toEqual({ done_at: null, lease_token: null });
     expect(Date.now() - sentAt).toBeLessThan(HANG_MS);
     const [{ intent_id: intentId, answered_at: answeredAt }] = (await q.sql(`SELECT intent_id, answered_at FROM intent_create WHERE booking_id = $1`, [b.id])).rows;
     expect(intentId).toBeTruthy();
@@ -211,6 +214,11 @@ describe('an intent created while its booking leaves HOLD', () => {
     await sleep(HANG_MS + 8_000 - (Date.now() - sentAt));
     const intents = (await sandbox(q).state()).intents.filter((i) => i.reference === String(b.id));
     expect(intents.map((i) => [i.id, i.status])).toEqual([[intentId, 'canceled']]);
+    // With the doubt past the provider's lateness (here 2 × 8 s), an attempt's listing settles it.
+    await waitFor(async () => (await q.sql(`SELECT doubted_at < now() - interval '16.5 s' AS past FROM intent_create WHERE booking_id = $1`, [b.id])).rows[0].past, 10_000);
+    const last = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    const lateness8 = { ...q.deps, config: { ...q.deps.config, LEASE_S: 8 } };
+    expect(await cancelIntentsOf(lateness8, last!)).toEqual({ kind: 'done', cancelled: 1, refunded: 0 });
   }, 45_000);
 
   it("/pay's create written after the cancellation ran, its answer lost to a terminated connection: the intent is still cancelled", async () => {
@@ -253,9 +261,23 @@ describe('an intent created while its booking leaves HOLD', () => {
     expect((await intents()).map((i) => i.status)).toEqual(['requires_payment']);
     const { rows: [owed] } = await q.sql(`SELECT job_gen, done_at FROM intent_cancellation WHERE booking_id = $1`, [b.id]);
     expect(owed.done_at).toBeNull();
+    // Its answer never reached the record, so its send counts as unanswered: the obligation stays open until that
+    // send is past the provider's lateness (a provider that forgot the key by then would make another intent).
     const claim = await claimIntentCancellation(q.deps.db, b.id, owed.job_gen, 30_000);
-    expect(await cancelIntentsOf(q.deps, claim!)).toMatchObject({ kind: 'done', cancelled: 1 });
+    expect(await cancelIntentsOf(q.deps, claim!)).toMatchObject({ kind: 'waiting', cancelled: 1 });
     expect((await intents()).map((i) => i.status)).toEqual(['canceled']);
+  });
+
+  it("/pay's intent answered to a retry after a timed-out attempt: the create is doubted, and the cancellation waits out that attempt", async () => {
+    const b = await holdCar(q);
+    await sandbox(q).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 1, hangMs: 2_500 });
+    const intentId = await requestPay(q, b); // answered on the second attempt; the first lands 2.5 s after it came
+    expect((await q.sql(`SELECT intent_id, answered_at IS NOT NULL AS answered, doubted_at IS NOT NULL AS doubted
+                         FROM intent_create WHERE booking_id = $1`, [b.id])).rows).toEqual([{ intent_id: intentId, answered: true, doubted: true }]);
+    expect((await q.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
+    const claim = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
+    expect(await cancelIntentsOf(q.deps, claim!)).toEqual({ kind: 'waiting', inMs: expect.any(Number), cancelled: 1, refunded: 0 });
+    expect((await sandbox(q).intent(intentId)).status).toBe('canceled');
   });
 
   it('a HOLD whose deposit changed: an intent made for an earlier deposit is cancelled though nothing recorded it superseded', async () => {
@@ -313,8 +335,9 @@ describe('an intent created while its booking leaves HOLD', () => {
     expect((await creates()).rows).toEqual([
       { idempotency_key: `deposit-${b.id}`, intent_id: listedIntent, answered: true }, { idempotency_key: 'deposit-x', intent_id: null, answered: false },
     ]);
+    // Answered now; its earlier send may still land (past the provider's lateness, an attempt settles the obligation).
     const again = await claimIntentCancellation(q.deps.db, b.id, 0, 30_000);
-    expect(await cancelIntentsOf(q.deps, again!)).toEqual({ kind: 'done', cancelled: 2, refunded: 0 });
+    expect(await cancelIntentsOf(q.deps, again!)).toEqual({ kind: 'waiting', inMs: expect.any(Number), cancelled: 2, refunded: 0 });
     const [, late] = (await creates()).rows;
     expect(late).toEqual({ idempotency_key: 'deposit-x', intent_id: expect.stringMatching(/^pi_/), answered: true });
     expect((await sandbox(q).intent(late.intent_id)).status).toBe('canceled');

@@ -275,6 +275,19 @@ describe('PspClient against the sandbox provider', () => {
     expect(only).toMatchObject({ status: 401, afterUnanswered: false, madeNothing: true });
   });
 
+  it('an intent answered to a retry after a timed-out attempt says so (onAnswer: 2 attempts): that attempt may land later', async () => {
+    const reference = ref();
+    const attempts: number[] = [];
+    await driver.post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 1, hangMs: 400 }); // > 200 ms
+    const intent = await client.createPaymentIntent({ amount: 500, currency: 'VND', reference }, `deposit-${reference}`, { onAnswer: (n) => attempts.push(n) });
+    expect(attempts).toEqual([2]);
+    // The key gives the hung attempt the same intent when it lands (a provider that forgot the key would make another).
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await client.listPaymentIntents(reference)).map((i) => i.id)).toEqual([intent.id]);
+    await client.createPaymentIntent({ amount: 500, currency: 'VND', reference: ref() }, `deposit-y-${reference}`, { onAnswer: (n) => attempts.push(n) });
+    expect(attempts).toEqual([2, 1]);
+  });
+
   it('throws ProviderUnreachableError on persistent 5xx and when the API is down', async () => {
     await driver.setFaults({ apiFailRate: 1 });
     await expect(client.listPaymentIntents('x')).rejects.toBeInstanceOf(ProviderUnreachableError);

@@ -17,7 +17,9 @@ import { sandbox } from '../helpers/sandbox.js';
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000' } });
+  // LEASE_S 7: the provider's lateness a cancellation waits out after a create's send went unanswered is 2 × LEASE_S
+  // (14 s, longer than any hang below); with the default (60 s) the tests of late intents would wait a minute.
+  h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000', LEASE_S: '7' } });
 });
 afterAll(async () => h?.close());
 
@@ -53,7 +55,8 @@ describe('bugs found by check:invariants / chaos (issue 8)', () => {
     const pay = await h.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
     expect(pay.status, pay.text).toBe(503);
     expect((await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
-    await waitFor(async () => (await h.sql(`SELECT done_at FROM intent_cancellation WHERE booking_id = $1`, [b.id])).rows[0]?.done_at, 15_000);
+    // Settled once the create's doubt is past the provider's lateness (2 × LEASE_S = 14 s).
+    await waitFor(async () => (await h.sql(`SELECT done_at FROM intent_cancellation WHERE booking_id = $1`, [b.id])).rows[0]?.done_at, 25_000);
     await waitFor(async () => (await sandbox(h).state()).intents.some((i) => i.reference === String(b.id)), 20_000);
     await new Promise((r) => setTimeout(r, 5_000)); // every late create has landed, and a cancellation re-opened would have run
     const intents = (await sandbox(h).state()).intents.filter((i) => i.reference === String(b.id));
@@ -132,6 +135,38 @@ describe('bugs found by check:invariants / chaos (issue 8)', () => {
     await sleep(HANG_MS + 7_000 - (Date.now() - sentAt)); // all three of /pay's sends (the last ~4.3 s in) have landed
     await cancellationDone(b.id);
     expect(await intentsOf(b.id)).toEqual(['canceled']);
+  }, 60_000);
+
+  // invariant intents-cancelled (chaos seed 346317: jobs:stall-twice slows the provider to 5 s a call, so /pay's
+  // creates time out, and psp:forget-keys follows a few seconds after it ends). /pay's create is in doubt; the
+  // booking is cancelled; the cancellation lists the intent the first send made, cancels it, and its replay of the
+  // create gets that intent back (the key): settled. Then the provider forgets the key, and /pay's later sends, still
+  // hanging at the provider, land: with no key to match they make a new intent, which no one listed again. Fixed: an
+  // attempt settles only on a listing made after every send that went unanswered is past the provider's lateness
+  // (2 × LEASE_S from its doubt); until then it cancels what it finds and looks again.
+  it("/pay's create in doubt, the provider forgets its key, a hung send lands after the cancellation: its new intent is cancelled too", async () => {
+    const b = await holdCar(h);
+    const HANG_MS = 8_000;
+    // /pay's first attempt is carried out soon after it timed out (its key then names the intent it made); the
+    // other two hang HANG_MS, and land long after /pay has given up (about 6 s in).
+    await sandbox(h).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 1, hangMs: 2_500 });
+    await sandbox(h).post('/faults/answers', { endpoint: 'intents.create', answer: 'timeout', times: 2, hangMs: HANG_MS });
+    const sentAt = Date.now();
+    const pay = await h.req('GET', `/bookings/${b.id}/pay`, { token: b.token });
+    expect(pay.status, pay.text).toBe(503);
+    expect((await sandbox(h).faults()).answers).toEqual([]);
+    expect(await intentsOf(b.id)).toEqual(['requires_payment']);
+    expect((await h.req('POST', `/bookings/${b.id}/cancel`, { token: b.token, body: {} })).status).toBe(200);
+    // The cancellation cancels the intent the first send made, and its replay of the create is answered with it.
+    await waitFor(async () => (await h.sql(`SELECT intent_id FROM intent_create WHERE booking_id = $1`, [b.id])).rows[0]?.intent_id, 10_000);
+    expect(await intentsOf(b.id)).toEqual(['canceled']);
+    expect(Date.now() - sentAt).toBeLessThan(HANG_MS); // before the hung sends land
+    await sandbox(h).post('/idempotency-keys/forget');
+    // The two hung sends land (the last ~4.3 s in): the first makes a new intent, the second gets it back.
+    await sleep(HANG_MS + 6_000 - (Date.now() - sentAt));
+    expect((await intentsOf(b.id)).length).toBe(2);
+    await cancellationDone(b.id);
+    expect(await intentsOf(b.id)).toEqual(['canceled', 'canceled']);
   }, 60_000);
 
   // invariant holds-expire (chaos seed 8: FLUSHALL / Redis restart with holds queued). Issue 8 item 1.
