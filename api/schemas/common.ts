@@ -56,6 +56,12 @@ export const fastText = (v: unknown, max: number): string | null => {
 /** `id`'s answer, or null. */
 export const fastId = (v: unknown): number | null =>
   (typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= Number.MAX_SAFE_INTEGER ? v : null);
+/** `queryInt(def, min, max)`'s answer, or null: zod coerces with Number() too, so `' 7 '` and `['7']` are 7 there as here. */
+export const fastQueryInt = (v: unknown, def: number, min: number, max: number): number | null => {
+  if (v === undefined) return def;
+  const n = Number(v);
+  return Number.isInteger(n) && n >= min && n <= max ? n : null;
+};
 /** A value zod's z.object reads keys of (an object, not an array or null). */
 export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
