@@ -1,10 +1,13 @@
 /**
  * Open-loop load generator: request i of a stream is due at t0 + i / rate (or at Poisson arrivals), sent then
  * whatever happened before, and its latency is counted from that due time, so a slow server cannot slow the
- * generator down and hide its own queueing (no coordinated omission). undici keep-alive pool, one process; its
- * own CPU is measured and reported, since it shares the machine with the system under test.
+ * generator down and hide its own queueing (no coordinated omission). One process; its own CPU is measured and
+ * reported, since it shares the machine with the system under test. It sends through http-client.ts, a minimal
+ * keep-alive HTTP/1.1 client over node:net (a fixed pool of `connections` sockets, one request in flight on each,
+ * requests encoded to bytes before t0), not undici's Pool: the leaner client costs the generator about half the CPU
+ * per request (loadgen-cost.ts measures it), so it takes fewer of the cores it shares with the system it measures.
  */
-import { Pool } from 'undici';
+import { HttpPool, type EncodedRequests } from './http-client.js';
 import { float, type Rng } from '../dataset/generate.js';
 
 export interface Req {
@@ -58,15 +61,24 @@ export interface LoadOptions {
 }
 
 export async function openLoop(origin: string, specs: StreamSpec[], durationS: number, o: LoadOptions): Promise<LoadResult> {
-  const pool = new Pool(origin, { connections: o.connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: o.timeoutMs, bodyTimeout: o.timeoutMs });
+  const pool = new HttpPool(origin, { connections: o.connections, timeoutMs: o.timeoutMs, keepAliveMs: 60_000 });
   const recs: StreamRecording[] = specs.map((s) => ({ name: s.name, rate: s.rate, sent: 0, due: [], latency: [], status: [], outcome: [], labels: [], dropped: 0, unanswered: 0 }));
   const label = (r: StreamRecording, k: string) => {
     let i = r.labels.indexOf(k);
     if (i < 0) i = r.labels.push(k) - 1;
     r.outcome.push(i);
   };
-  // Requests are drawn (tokens signed, bodies serialised) before t0, so the measured window only pays for sending.
-  const prepared = specs.map((s) => Array.from({ length: Math.ceil(s.rate * durationS * 1.02) + 10 }, () => s.next()));
+  // Requests are drawn (tokens signed, bodies serialised) and encoded to bytes before t0, so the measured window
+  // only pays for a socket write. Request objects are kept only where onSample will be handed one.
+  const encoded: EncodedRequests[] = [];
+  const sampled: Map<number, Req>[] = [];
+  for (const s of specs) {
+    const reqs = Array.from({ length: Math.ceil(s.rate * durationS * 1.02) + 10 }, () => s.next());
+    encoded.push(pool.encodeAll(reqs));
+    const keep = new Map<number, Req>();
+    if (s.onSample && s.sampleEvery) for (let k = s.sampleEvery - 1; k < reqs.length; k += s.sampleEvery) keep.set(k, reqs[k]!);
+    sampled.push(keep);
+  }
   let inFlight = 0;
   let settle!: () => void;
   const drained = new Promise<void>((r) => { settle = r; });
@@ -84,33 +96,40 @@ export async function openLoop(origin: string, specs: StreamSpec[], durationS: n
       rec.dropped++;
       return;
     }
-    const req = prepared[i]![rec.sent - 1] ?? spec.next();
+    const k = rec.sent - 1;
     const sample = spec.onSample && spec.sampleEvery ? rec.sent % spec.sampleEvery === 0 : false;
+    let req: Req | undefined;
+    let bytes: Buffer;
+    if (k < encoded[i]!.length) {
+      bytes = encoded[i]!.at(k);
+      if (sample) req = sampled[i]!.get(k);
+    } else {
+      req = spec.next(); // beyond what was drawn before t0
+      bytes = pool.encode(req);
+    }
     const sentAt = performance.now();
     inFlight++;
-    pool.request({ method: req.method, path: req.path, headers: req.headers, body: req.body }).then(async (res) => {
-      const needBody = sample || res.statusCode >= 300;
-      const text = needBody ? await res.body.text() : (await res.body.dump(), '');
+    // The body is decoded only when needed: for a sample, or for an error's code (status >= 300).
+    pool.request(bytes, sample ? 0 : 300, (err, status, text) => {
       const now = performance.now();
-      rec.due.push(due);
-      rec.latency.push(now - t0 - due);
-      rec.status.push(res.statusCode);
-      let key = String(res.statusCode);
-      if (res.statusCode >= 300) {
-        try {
-          key += ` ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ''}`.trimEnd();
-        } catch { /* not the error shape */ }
-      }
-      label(rec, key);
-      if (sample) spec.onSample!(req, res.statusCode, text, sentAt, now);
-    }, (err: { code?: string }) => {
-      rec.due.push(due);
-      rec.latency.push(performance.now() - t0 - due);
-      rec.status.push(0);
-      label(rec, /TIMEOUT/i.test(err.code ?? '') ? 'timeout' : `conn-error ${err.code ?? ''}`.trimEnd());
-    }).finally(() => {
       inFlight--;
       if (!sending && inFlight === 0) settle();
+      rec.due.push(due);
+      rec.latency.push(now - t0 - due);
+      if (err) {
+        rec.status.push(0);
+        label(rec, /TIMEOUT/i.test(err.code ?? '') ? 'timeout' : `conn-error ${err.code ?? ''}`.trimEnd());
+      } else {
+        rec.status.push(status);
+        let key = String(status);
+        if (status >= 300) {
+          try {
+            key += ` ${(JSON.parse(text) as { error?: { code?: string } }).error?.code ?? ''}`.trimEnd();
+          } catch { /* not the error shape */ }
+        }
+        label(rec, key);
+        if (sample) spec.onSample!(req!, status, text, sentAt, now);
+      }
     });
   };
 
@@ -136,6 +155,6 @@ export async function openLoop(origin: string, specs: StreamSpec[], durationS: n
   const cpu = process.cpuUsage(cpu0);
   const durationMs = performance.now() - t0;
   for (const r of recs) r.unanswered = r.sent - r.due.length - r.dropped;
-  await pool.close().catch(() => {});
+  pool.close(); // requests still unanswered after the grace period are abandoned (counted above)
   return { streams: recs, t0Epoch, durationMs, generatorCores: (cpu.user + cpu.system) / 1000 / durationMs };
 }
