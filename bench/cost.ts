@@ -9,7 +9,7 @@
  *
  * Options (defaults): --holds (3000) --hold-rate (200) --searches (6000) --search-rate (400) --stays (6000)
  *   --stays-rate (400) --idle (6 s) --ttl (30) --port (5400) --api-workers (2: API_WORKERS) --node-options (NODE_OPTIONS for the system's processes, e.g.
- *   "--cpu-prof --cpu-prof-dir=/tmp/prof") and the dataset's (see bench/data.ts).
+ *   "--require bench/profile-on-signal.cjs" to profile on SIGUSR2; Node refuses --cpu-prof there) and the dataset's (see bench/data.ts).
  * Printed per process: idle cores, then ms of CPU per request of each kind, gross (all CPU in its window) and net
  * (minus the idle rate over the same window), plus pg_stat_database counters per request.
  */

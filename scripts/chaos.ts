@@ -88,7 +88,9 @@ try {
   const midRun = owed.map((r) => ({ ...r, name: 'jobs-armed (while owed)' }));
   say(`jobs-armed while work is owed: checked ${midRun[0]?.checked ?? 0}, ${midRun[0]?.violations.length ?? 0} violations`);
 
-  const quiet = await waitForQuiet(t, (holdTtlS + graceS) * 1000 + 30_000, say);
+  // An intent cancellation with a create in doubt waits out the provider's lateness (2 × LEASE_S + a call) before it settles.
+  const lateMs = (2 * Number(t.env.LEASE_S ?? 30) + 10) * 1000;
+  const quiet = await waitForQuiet(t, (holdTtlS + graceS) * 1000 + 30_000 + lateMs, say);
   say(quiet.quiet ? `quiet after ${(quiet.waitedMs / 1000).toFixed(1)} s` : `NOT quiet after ${(quiet.waitedMs / 1000).toFixed(1)} s: ${JSON.stringify(quiet.state)}`);
   const results = [...midRun, ...await runChecks({
     databaseUrl: t.databaseUrl, graceS, psp: { url: t.pspUrl, apiKey: t.secrets.PSP_API_KEY },

@@ -38,7 +38,8 @@ const schema = z.object({
   // (slow lookups, a stalled process) sends no refund POST after it. A refund's claim is renewed to LEASE_S as its POST
   // leaves, and held that long when the POST goes unanswered: LEASE_S must also outlast how late the provider may
   // carry out a request its client gave up on, or a refund's next attempt may miss that POST's refund (and pay again
-  // once the provider has forgotten the key). shared/usecases/refunds.ts.
+  // once the provider has forgotten the key). shared/usecases/refunds.ts. An intent cancellation waits 2 × LEASE_S (plus
+  // the client's longest call) after a create's send in doubt before it settles (shared/usecases/intent-cancellations.ts).
   LEASE_S: int(30, 1),
   // Not in the contract: BullMQ's job lock (lockDuration) and stalled-job check interval, in seconds: a worker that
   // dies mid-job has its job taken up again within about twice this.

@@ -116,6 +116,7 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
 
 // Not cockatiel's isTaskCancelledError: in 3.2.1 it tests the wrong marker and is always false.
 const isTimeout = (e: unknown) => e instanceof TaskCancelledError;
+const MAX_BACKOFF_MS = 5_000;
 const isTransient = (e: Error) =>
   e instanceof ServerError || isTimeout(e) || e instanceof TypeError; // fetch: TypeError on network failure
 
@@ -126,7 +127,7 @@ const isTransient = (e: Error) =>
 function attemptPolicy(timeoutMs: number, retries: number, backoffInitialMs: number) {
   const outer = retry(handleWhen(isTransient), {
     maxAttempts: retries,
-    backoff: new ExponentialBackoff({ initialDelay: backoffInitialMs, maxDelay: 5_000 }),
+    backoff: new ExponentialBackoff({ initialDelay: backoffInitialMs, maxDelay: MAX_BACKOFF_MS }),
   });
   const inner = timeout(timeoutMs, TimeoutStrategy.Aggressive);
   return {
@@ -146,14 +147,15 @@ export class PspClient {
   private readonly single: ReturnType<typeof attemptPolicy>;
   private readonly onCall?: (call: PspCall) => void;
   private readonly beforeCall?: () => Promise<void>;
+  /** The longest a retrying call runs from its first send to its last (each attempt timed out, backoff at its cap; gate waits aside). */
+  readonly longestCallMs: number;
 
   constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100, onCall, beforeCall }: PspClientOptions) {
-    this.baseUrl = baseUrl.replace(/\/+$/, '');
-    this.apiKey = apiKey;
+    // cockatiel's decorrelated jitter keeps the k-th backoff under initialDelay × 2^(k+1) (and maxDelay).
+    this.longestCallMs = (retries + 1) * timeoutMs + Math.min(retries * MAX_BACKOFF_MS, backoffInitialMs * (2 ** (retries + 1) - 2));
+    [this.baseUrl, this.apiKey, this.onCall, this.beforeCall] = [baseUrl.replace(/\/+$/, ''), apiKey, onCall, beforeCall];
     this.policy = attemptPolicy(timeoutMs, retries, backoffInitialMs);
     this.single = attemptPolicy(timeoutMs, 0, backoffInitialMs);
-    this.onCall = onCall;
-    this.beforeCall = beforeCall;
   }
 
   /**

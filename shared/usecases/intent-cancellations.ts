@@ -91,7 +91,8 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
       // with nothing only once every earlier send is older than the provider's lateness (2 × LEASE_S) at this
       // attempt's listing: what they made was listed and cancelled above. Until then the attempt is retried; a
       // create the provider refuses for good is settled then, not retried forever.
-      const lateS = 2 * deps.config.LEASE_S;
+      // Doubts are timed from the start of a call (sent_at), whose retries leave up to longestCallMs later.
+      const lateS = 2 * deps.config.LEASE_S + Math.ceil(deps.psp.longestCallMs / 1000);
       let replayFailure: unknown = null;
       for (const c of unanswered) {
         if (!superseded(c.idempotencyKey)) continue;

@@ -20,7 +20,7 @@ import { formatResults, runChecks } from '../../scripts/invariants/index.js';
 const ROUNDS = 50;
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ workers: true, env: { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', HOLD_TTL_S: '2', PAYMENT_GRACE_S: '0', HOLD_RATE_LIMIT: '100000' } });
+  h = await startHarness({ workers: true, env: { LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', HOLD_TTL_S: '2', PAYMENT_GRACE_S: '0', HOLD_RATE_LIMIT: '100000', LEASE_S: '5' } });
 });
 afterAll(async () => h?.close());
 
@@ -114,7 +114,7 @@ describe('a change of the deposit against the webhook of the old deposit\'s paym
     });
     console.log(`change vs webhook: ${JSON.stringify(outcomes.reduce<Record<string, number>>((m, o) => ((m[o] = (m[o] ?? 0) + 1), m), {}))}`);
     await drained(h, 30_000);
-    await waitFor(async () => (await h.sql(`SELECT 1 FROM intent_cancellation WHERE done_at IS NULL`)).rowCount === 0, 30_000);
+    await waitFor(async () => (await h.sql(`SELECT 1 FROM intent_cancellation WHERE done_at IS NULL`)).rowCount === 0, 40_000);
     await invariantsHold(['car-no-overlap', 'payments-accounted', 'deposits-balanced', 'refunds-settled', 'intents-cancelled']);
   }, 240_000);
 });

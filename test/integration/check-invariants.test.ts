@@ -50,7 +50,9 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'check-invariants-'));
   logPath = path.join(dir, 'notify.log');
   receiver = await startNotifyReceiver(logPath);
-  h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000', NOTIFY_WEBHOOK_URL: receiver.url } });
+  // LEASE_S 5: a /pay create answered to a retry (a slow sandbox under load) holds its cancellation 2 × LEASE_S + the
+  // client's longest call (intent-cancellations.ts); the waits below outlast that.
+  h = await startHarness({ workers: true, env: { HOLD_RATE_LIMIT: '1000', NOTIFY_WEBHOOK_URL: receiver.url, LEASE_S: '5' } });
   lane = startKafkaPump(h.deps.prepared, prefix, [BROKERS]);
   // A confirmed car booking, a cancelled one (unpaid, never asked to pay), a held one, a held stay.
   const paid = await holdCar(h);
@@ -79,7 +81,7 @@ beforeAll(async () => {
   await changed(h, stay.json.bookingId, operatorToken(h), { checkIn: addDays(checkIn, 1), checkOut: addDays(checkIn, 3) });
   ids.moved = moved.id;
   ids.freed = Date.parse(`${checkIn}T00:00:00Z`);
-  await waitFor(async () => (await count(h, `SELECT 1 FROM intent_cancellation WHERE done_at IS NULL`)) === 0, 15_000);
+  await waitFor(async () => (await count(h, `SELECT 1 FROM intent_cancellation WHERE done_at IS NULL`)) === 0, 40_000);
   await sandbox(h).idle();
   await drained(h);
   await waitFor(async () => (await count(h, `SELECT 1 FROM outbox WHERE published_at IS NULL`)) === 0, 20_000);
