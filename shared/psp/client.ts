@@ -147,11 +147,10 @@ export class PspClient {
   private readonly single: ReturnType<typeof attemptPolicy>;
   private readonly onCall?: (call: PspCall) => void;
   private readonly beforeCall?: () => Promise<void>;
-  /** The longest a retrying call runs from its first send to its last (each attempt timed out, backoff at its cap; gate waits aside). */
+  /** The longest a retrying call runs from its first send to its last: each attempt timed out, each backoff at its bound (cockatiel's decorrelated jitter keeps the k-th under initialDelay × 2^(k+1)); gate waits aside. */
   readonly longestCallMs: number;
 
   constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100, onCall, beforeCall }: PspClientOptions) {
-    // cockatiel's decorrelated jitter keeps the k-th backoff under initialDelay × 2^(k+1) (and maxDelay).
     this.longestCallMs = (retries + 1) * timeoutMs + Math.min(retries * MAX_BACKOFF_MS, backoffInitialMs * (2 ** (retries + 1) - 2));
     [this.baseUrl, this.apiKey, this.onCall, this.beforeCall] = [baseUrl.replace(/\/+$/, ''), apiKey, onCall, beforeCall];
     this.policy = attemptPolicy(timeoutMs, retries, backoffInitialMs);
