@@ -143,18 +143,17 @@ export class PspClient {
   private readonly baseUrl: string;
   private readonly apiKey: string;
   private readonly policy: ReturnType<typeof attemptPolicy>;
-  /** The same timeout, no retry: for POSTs whose outcome the caller resolves by looking up (refunds). */
-  private readonly single: ReturnType<typeof attemptPolicy>;
+  private readonly single: ReturnType<typeof attemptPolicy>; // the same timeout, no retry: POSTs the caller resolves by looking up (refunds)
   private readonly onCall?: (call: PspCall) => void;
   private readonly beforeCall?: () => Promise<void>;
-  /** The longest a retrying call runs from its first send to its last: each attempt timed out, each backoff at its bound (cockatiel's decorrelated jitter keeps the k-th under initialDelay × 2^(k+1)); gate waits aside. */
+  /** A retrying call's longest run from its first send to its last: each attempt timed out, each backoff at its bound
+   * (cockatiel's decorrelated jitter keeps the k-th under initialDelay × 2^(k+1)); gate waits aside. */
   readonly longestCallMs: number;
 
   constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100, onCall, beforeCall }: PspClientOptions) {
     this.longestCallMs = (retries + 1) * timeoutMs + Math.min(retries * MAX_BACKOFF_MS, backoffInitialMs * (2 ** (retries + 1) - 2));
     [this.baseUrl, this.apiKey, this.onCall, this.beforeCall] = [baseUrl.replace(/\/+$/, ''), apiKey, onCall, beforeCall];
-    this.policy = attemptPolicy(timeoutMs, retries, backoffInitialMs);
-    this.single = attemptPolicy(timeoutMs, 0, backoffInitialMs);
+    [this.policy, this.single] = [attemptPolicy(timeoutMs, retries, backoffInitialMs), attemptPolicy(timeoutMs, 0, backoffInitialMs)];
   }
 
   /**
