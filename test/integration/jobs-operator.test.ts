@@ -167,6 +167,8 @@ describe('bull-board, as an operator uses it', () => {
     const since = Date.now();
     await h.deps.jobs.enqueue([a, b].map((r) => ({ kind: 'refunds' as const, bookingId: r.bookingId, refundId: r.id, gen: 0 })));
     await waitFor(async () => (await refundRow(a.id)).status === 'SUCCEEDED' && (await refundRow(b.id)).status === 'SUCCEEDED', 15_000, 50);
+    // The row settles inside the job; BullMQ counts the attempt only once the job has completed.
+    for (const r of [a, b]) await waitFor(async () => (await h.queues.refunds.getJobState(`refund-${r.id}-g0`)) === 'completed', 10_000, 50);
     const calls = (await sandbox(h).state()).calls.filter((c) => c.endpoint === 'refunds.create' && c.at >= since).map((c) => c.at).sort();
     // The refused call, then nothing from the queue for the Retry-After, then both paid.
     expect(calls).toHaveLength(3);
