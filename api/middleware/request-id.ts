@@ -16,6 +16,10 @@ export const requestId: Middleware<ApiState> = async (ctx, next) => {
   const given = header(ctx, 'x-request-id');
   ctx.state.requestId = given && acceptable.test(given) ? given : randomUUID();
   ctx.set('X-Request-Id', ctx.state.requestId);
-  const traceparent = traceparentFor(ctx.state.requestId, header(ctx, 'traceparent'));
-  await withCorrelation({ requestId: ctx.state.requestId, traceparent }, next);
+  // The traceparent is made when first asked for (an event, a job, a Kafka header): a search never asks.
+  const requestIdOfCtx = ctx.state.requestId;
+  const incoming = header(ctx, 'traceparent');
+  let traceparent: string | undefined;
+  const correlation = { requestId: requestIdOfCtx, get traceparent() { return (traceparent ??= traceparentFor(requestIdOfCtx, incoming)); } };
+  await withCorrelation(correlation, next);
 };
