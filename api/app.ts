@@ -1,8 +1,10 @@
 import Koa from 'koa';
+import type { RequestListener } from 'node:http';
 import type Router from '@koa/router';
 import type { ApiDeps, ApiState, RouteDeps } from './context.js';
 import type { Operation } from './openapi/operation.js';
 import { redisSearchCache } from './search-cache.js';
+import { withFastReads } from './fast-reads.js';
 import { replicaLagBudget } from '../shared/config.js';
 import { requestId } from './middleware/request-id.js';
 import { errors } from './middleware/errors.js';
@@ -55,4 +57,9 @@ export function createApp(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = [])
   // Errors are answered by the errors middleware; keep Koa from logging them twice.
   app.silent = true;
   return app;
+}
+
+/** The API's request listener: the Koa app, with GET /cars answered beside it whenever it can be (fast-reads.ts). */
+export function createHandler(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = []): RequestListener {
+  return withFastReads(deps, createApp(deps, outer).callback());
 }

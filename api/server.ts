@@ -1,11 +1,12 @@
 import cluster from 'node:cluster';
+import { createServer } from 'node:http';
 import { parseConfig } from '../shared/config.js';
 import { closeDeps, createDeps } from '../shared/runtime.js';
 import { redisClient } from '../shared/redis.js';
 import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import { startSearchIndexes } from '../shared/search/start.js';
-import { createApp } from './app.js';
+import { createHandler } from './app.js';
 import { createMetrics } from './metrics.js';
 import { registerOpsGauges } from './ops-gauges.js';
 import { runApiWorkers } from './cluster.js';
@@ -33,7 +34,7 @@ async function runApi(): Promise<void> {
     answerSiblings({ 'catch-up': async () => indexes?.catchUp(), metrics: metrics.own });
     // Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
     let inFlight = 0;
-    const app = createApp({ ...deps, redis, metrics, searchIndex }, [
+    const handler = createHandler({ ...deps, redis, metrics, searchIndex }, [
       async (_ctx, next) => {
         inFlight++;
         try {
@@ -43,7 +44,7 @@ async function runApi(): Promise<void> {
         }
       },
     ]);
-    const server = app.listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
+    const server = createServer(handler).listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
     server.keepAliveTimeout = 65_000;
 
     return async () => {

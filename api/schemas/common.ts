@@ -53,6 +53,9 @@ export const fastText = (v: unknown, max: number): string | null => {
   const t = v.trim();
   return t.length >= 1 && t.length <= max && isCleanText(t) ? t : null;
 };
+/** `isoDate`'s answer, or null. */
+export const fastIsoDate = (v: unknown): string | null =>
+  (typeof v === 'string' && ISO_DATE_SHAPE.test(v) && isRealDate(v) && v >= '0001-01-01' ? v : null);
 /** `id`'s answer, or null. */
 export const fastId = (v: unknown): number | null =>
   (typeof v === 'number' && Number.isInteger(v) && v > 0 && v <= Number.MAX_SAFE_INTEGER ? v : null);
@@ -65,10 +68,13 @@ export const fastQueryInt = (v: unknown, def: number, min: number, max: number):
 /** A value zod's z.object reads keys of (an object, not an array or null). */
 export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+const ISO_DATE_SHAPE = /^\d{4}-\d{2}-\d{2}$/;
+/** A YYYY-MM-DD that names a day of the calendar (not 2030-02-30). */
+const isRealDate = (s: string) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s);
 export const isoDate = z
   .string()
-  .regex(/^\d{4}-\d{2}-\d{2}$/, 'a date YYYY-MM-DD')
-  .refine((s) => !Number.isNaN(Date.parse(`${s}T00:00:00Z`)) && new Date(`${s}T00:00:00Z`).toISOString().startsWith(s), 'a real calendar date')
+  .regex(ISO_DATE_SHAPE, 'a date YYYY-MM-DD')
+  .refine(isRealDate, 'a real calendar date')
   // Year 0000 parses in JavaScript but not in PostgreSQL (there is no year 0 AD).
   .refine((s) => s >= '0001-01-01', 'a date from 0001-01-01 on');
 export const text = (max = 200) => z.string().trim().min(1).max(max).refine(isCleanText, CLEAN_TEXT);

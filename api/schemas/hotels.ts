@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { currency, dateOut, deposit, id, isoDate, money, queryInt, text } from './common.js';
+import { currency, dateOut, deposit, fastIsoDate, fastQueryInt, fastText, id, isObject, isoDate, money, queryInt, text } from './common.js';
 
 /** POST /hotels */
 export const createHotelBody = z.object({
@@ -28,6 +28,15 @@ export const adjustInventoryBody = nightRangeQuery.extend({ sellable: z.number()
 
 /** GET /hotels/availability (the 1–30 nights are checked by the search use case) */
 export const availabilityQuery = z.object({ city: text(50), checkIn: isoDate, checkOut: isoDate, rooms: queryInt(1, 1, 100) });
+/** availabilityQuery's answer without zod (common.ts, "Fast paths"), or null. */
+export function fastAvailabilityQuery(q: unknown): z.infer<typeof availabilityQuery> | null {
+  if (!isObject(q)) return null;
+  const city = fastText(q.city, 50);
+  const checkIn = fastIsoDate(q.checkIn);
+  const checkOut = fastIsoDate(q.checkOut);
+  const rooms = fastQueryInt(q.rooms, 1, 1, 100);
+  return city === null || checkIn === null || checkOut === null || rooms === null ? null : { city, checkIn, checkOut, rooms };
+}
 
 export const hotelAnswer = z.object({ id, name: z.string(), city: z.string(), timezone: z.string(), checkInTime: z.string() }).strict();
 export const roomTypeAnswer = z.object({ id, hotelId: id, name: z.string(), depositAmount: money, currency: z.string(), maxGuests: z.number().int() }).strict();

@@ -1,5 +1,6 @@
 import type { Deps } from './deps.js';
-import { checkCarPeriod, checkStayDates, startsInFuture } from '../domain/booking.js';
+import { checkCarPeriod, checkStayDates, MAX_CAR_SPAN_MS, MAX_STAY_NIGHTS, startsInFuture } from '../domain/booking.js';
+import { nightsBetween } from '../domain/nights.js';
 import type { CarCalendar } from '../domain/car-calendar.js';
 import { dayOf, type StayCalendar } from '../domain/stay-calendar.js';
 import { envelope } from '../domain/json-bytes.js';
@@ -74,6 +75,22 @@ export async function searchCars(deps: SearchDeps, q: CarSearch): Promise<{ cars
   if (!startsInFuture(q.from, deps.clock.now())) return { cars: [] };
   const index = deps.searchIndex?.cars();
   if (index) return new SerializedAnswer(index.searchJson(q.city, q.from.getTime(), q.to.getTime(), q.limit, CARS));
+  return searchCarsInSql(deps, q);
+}
+
+/**
+ * searchCars's answer when the in-memory index gives it (a valid period starting in the future, the index fresh),
+ * synchronously; null otherwise, and then searchCars decides (a refusal, an empty list, SQL).
+ */
+export function searchCarsInIndex(deps: Pick<SearchDeps, 'clock' | 'searchIndex'>, q: CarSearch): SerializedAnswer | null {
+  const from = q.from.getTime();
+  const to = q.to.getTime();
+  if (!(to > from) || to - from > MAX_CAR_SPAN_MS || !startsInFuture(q.from, deps.clock.now())) return null;
+  const index = deps.searchIndex?.cars();
+  return index ? new SerializedAnswer(index.searchJson(q.city, from, to, q.limit, CARS)) : null;
+}
+
+async function searchCarsInSql(deps: SearchDeps, q: CarSearch): Promise<{ cars: PublicCar[] }> {
   const key = `${q.city}|${q.from.toISOString()}|${q.to.toISOString()}|${q.limit}`;
   const cars = await deps.searchCache('cars', key, async () => (await staleRead(deps, (db) => searchAvailableCars(db, q))).map(publicCar));
   return { cars };
@@ -92,6 +109,19 @@ export async function searchStays(deps: SearchDeps, q: StaySearch) {
   const from = dayOf(q.checkIn);
   const index = deps.searchIndex?.stays(from);
   if (index) return new SerializedAnswer(index.searchJson(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES, ROOM_TYPES));
+  return searchStaysInSql(deps, q, nights);
+}
+
+/** searchStays's answer when the in-memory index gives it (valid dates, the index fresh and holding them), synchronously; else null. */
+export function searchStaysInIndex(deps: Pick<SearchDeps, 'searchIndex'>, q: StaySearch): SerializedAnswer | null {
+  const nights = nightsBetween(q.checkIn, q.checkOut);
+  if (!(nights >= 1 && nights <= MAX_STAY_NIGHTS)) return null;
+  const from = dayOf(q.checkIn);
+  const index = deps.searchIndex?.stays(from);
+  return index ? new SerializedAnswer(index.searchJson(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES, ROOM_TYPES)) : null;
+}
+
+async function searchStaysInSql(deps: SearchDeps, q: StaySearch, nights: number) {
   const key = `${q.city}|${q.checkIn}|${q.checkOut}|${q.rooms}`;
   const roomTypes = await deps.searchCache('stays', key, () => staleRead(deps, (db) => searchAvailability(db, { ...q, nights })));
   return { roomTypes };

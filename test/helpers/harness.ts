@@ -9,7 +9,7 @@ import { redisClient } from '../../shared/redis.js';
 import type { Clock } from '../../shared/domain/clock.js';
 import { JOB_KINDS, type JobKind } from '../../shared/domain/jobs.js';
 import { openProducers, type QueueSet } from '../../shared/queues/producer.js';
-import { createApp } from '../../api/app.js';
+import { createHandler } from '../../api/app.js';
 import { createMetrics } from '../../api/metrics.js';
 import { registerOpsGauges } from '../../api/ops-gauges.js';
 import { createPspSandbox } from './sandbox.js';
@@ -83,7 +83,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
   const metrics = createMetrics();
   registerOpsGauges(metrics, deps.db, queues);
   const searchIndex = startSearchIndexes(deps.prepared, config.SEARCH_CACHE_TTL_S, config.SEARCH_INDEX === 'on');
-  server.on('request', createApp({ ...deps, redis, metrics, searchIndex }).callback());
+  server.on('request', createHandler({ ...deps, redis, metrics, searchIndex }));
 
   const kinds = opts.workers === true ? JOB_KINDS : opts.workers || [];
   const work = kinds.length ? startWork(deps, kinds) : null;

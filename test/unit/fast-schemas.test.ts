@@ -2,8 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ZodTypeAny } from 'zod';
 import { carSearchQuery, fastCarSearchQuery } from '../../api/schemas/cars.js';
+import { availabilityQuery, fastAvailabilityQuery } from '../../api/schemas/hotels.js';
 import { carHoldBody, fastCarHoldBody } from '../../api/schemas/bookings.js';
-import { fastId, fastInstant, fastQueryInt, fastText, id, instant, queryInt, text } from '../../api/schemas/common.js';
+import { fastId, fastInstant, fastIsoDate, fastQueryInt, fastText, id, instant, isoDate, queryInt, text } from '../../api/schemas/common.js';
 
 // The fast paths of api/schemas (common.ts, "Fast paths") must answer exactly what their zod schema answers: the
 // same value when it accepts, and nothing (null: the schema decides and words the refusal) when it refuses. Each
@@ -26,6 +27,16 @@ const instantText = fc.oneof(
     `${pad(y, 4)}-${pad(mo)}-${pad(d)}${sep}${pad(h)}:${pad(mi)}${s === null ? '' : `:${pad(s)}${frac === null ? '' : `.${frac}`}`}${zone}`),
   fc.string({ maxLength: 30 }),
 );
+
+/** Dates as clients write them, and near misses: impossible days, year 0000, short fields, times attached. */
+const dateText = fc.oneof(
+  fc.date({ min: new Date(Date.UTC(-50, 0, 1)), max: new Date(Date.UTC(10050, 0, 1)), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10)),
+  fc.record({ y: fc.integer({ min: 0, max: 10_000 }), mo: fc.integer({ min: 0, max: 13 }), d: fc.integer({ min: 0, max: 32 }) })
+    .map(({ y, mo, d }) => `${pad(y, 4)}-${pad(mo)}-${pad(d)}`),
+  fc.constantFrom('2031-1-01', '2031-01-1', '20310101', '2031-01-01T00:00:00Z', ' 2031-01-01', '2031-01-01 ', '0000-12-31', '0001-01-01', '9999-12-31'),
+  fc.string({ maxLength: 12 }),
+);
+const goodDate = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString().slice(0, 10));
 
 /** Instants a client in a hurry sends: the common case, so that the accepting side is reached often. */
 const goodInstant = fc.date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2100-01-01T00:00:00Z'), noInvalidDate: true }).map((d) => d.toISOString());
@@ -111,6 +122,31 @@ describe('schema fast paths answer exactly what their schema answers', () => {
     fc.assert(fc.property(query, (q) => {
       const z = viaZod(carSearchQuery, q);
       expect(viaFast(fastCarSearchQuery(q))).toEqual(z);
+      if (z.ok) accepted++;
+    }), { numRuns: 5000 });
+    expect(accepted).toBeGreaterThan(100);
+  });
+  it('isoDate', () => {
+    let accepted = 0;
+    fc.assert(fc.property(fc.oneof(dateText, anyValue), (v) => {
+      const z = viaZod(isoDate, v);
+      expect(viaFast(fastIsoDate(v))).toEqual(z);
+      if (z.ok) accepted++;
+    }), { numRuns: 5000 });
+    expect(accepted).toBeGreaterThan(500);
+  });
+
+  it('the availability query (a query string: values are strings or arrays)', () => {
+    const value = fc.oneof(fc.string({ maxLength: 20 }), fc.array(fc.string({ maxLength: 8 }), { minLength: 2, maxLength: 3 }));
+    const day = fc.oneof({ arbitrary: goodDate, weight: 4 }, { arbitrary: fc.oneof(dateText, value), weight: 1 });
+    const query = fc.record({
+      city: fc.oneof(cityText, value), checkIn: day, checkOut: day,
+      rooms: fc.oneof({ arbitrary: fc.constantFrom('1', '2', '100', '0', '101', ' 7 ', '', '1e1', '3.5'), weight: 3 }, { arbitrary: value, weight: 1 }), other: value,
+    }, { requiredKeys: ['city', 'checkIn', 'checkOut'] });
+    let accepted = 0;
+    fc.assert(fc.property(query, (q) => {
+      const z = viaZod(availabilityQuery, q);
+      expect(viaFast(fastAvailabilityQuery(q))).toEqual(z);
       if (z.ok) accepted++;
     }), { numRuns: 5000 });
     expect(accepted).toBeGreaterThan(100);
