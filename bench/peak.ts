@@ -12,6 +12,8 @@
  *   hot     — POST /bookings at --hot-rate (600)/s on the same --hot-phase-cars (200) popular cars, periods in the next 14 days: mostly 409s
  *   search  — GET /cars alone at --search-rate (6000)/s
  *   stays   — GET /hotels/availability at --stays-rate (3000)/s
+ * The generator raises its own priority (nice -10) once the system has started, so its own waits for a core are not
+ * booked as the server's latency (run.ts, generatorFirst).
  * Every phase also counts the system's "event loop held" warnings (a process's event loop delayed > 50 ms in a second,
  * shared/metrics/event-loop.ts) by process, with the worst delay and the GC pauses of that second.
  * Options (defaults): --scale (1: multiplies every rate) --duration (20 s measured) --warmup (5 s)
