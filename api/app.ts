@@ -59,7 +59,7 @@ export function createApp(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = [])
   return app;
 }
 
-/** The API's request listener: the Koa app, with GET /cars answered beside it whenever it can be (fast-reads.ts). */
+/** The API's request listener: the Koa app, with the searches its index answers answered beside it (fast-reads.ts). */
 export function createHandler(deps: ApiDeps, outer: Koa.Middleware<ApiState>[] = []): RequestListener {
   return withFastReads(deps, createApp(deps, outer).callback());
 }

@@ -4,6 +4,7 @@ import { fastCarSearchQuery } from './schemas/cars.js';
 import { fastAvailabilityQuery } from './schemas/hotels.js';
 import { requestIdFor } from './middleware/request-id.js';
 import { logAccess } from './middleware/access-log.js';
+import { logger } from '../shared/logger.js';
 import { searchCarsInIndex, searchStaysInIndex, type SearchDeps, type SerializedAnswer } from '../shared/usecases/search.js';
 
 // The hottest reads, GET /cars and GET /hotels/availability, answered beside Koa when their answer is certain: a
@@ -46,14 +47,34 @@ const READS: readonly FastRead[] = [
 /** `koa` with the reads above answered first when they can be (see above). */
 export function withFastReads(deps: FastReadDeps, koa: RequestListener): RequestListener {
   return (req, res) => {
-    if (req.method !== 'GET' || !answerRead(deps, req, res)) koa(req, res);
+    if (req.method !== 'GET') return koa(req, res);
+    let answered = false;
+    try {
+      answered = answerRead(deps, req, res);
+    } catch (err) {
+      // A throw here (a bug in a walk, a log write failing) must not take the process down: a request not yet
+      // answered goes to Koa, whose errors middleware answers it; one half written can only be cut off.
+      logger.error({ err: String(err), url: req.url }, 'fast read failed');
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+    }
+    if (!answered) koa(req, res);
   };
 }
 
+/**
+ * Characters after which Koa's URL parser (parseurl) leaves its fast path for url.parse, which drops a fragment,
+ * trims and escapes: a request target holding one is left to Koa, so the two never read a query differently. (Node's
+ * HTTP parser refuses the whitespace ones with a bare 400, even with insecureHTTPParser; `#` reaches the listener.)
+ */
+const SLOW_PARSE = /[\t\n\f\r #\u00a0\ufeff]/;
+
 /** The query's values for `keys` as Koa's ctx.query has them (a repeated key: an array), or null for a URL Koa would read otherwise. */
 export function queryOf(url: string, path: string, keys: readonly string[]): Record<string, string | string[]> | null {
-  // Only `<path>?<query>`: no fragment, no other path (Koa's router also takes a trailing slash: that goes to Koa).
-  if (url.length <= path.length || url.charCodeAt(path.length) !== 0x3f || !url.startsWith(path) || url.includes('#')) return null;
+  // Only `<path>?<query>` (Koa's router also takes a trailing slash: that goes to Koa), read as parseurl's fast path reads it.
+  if (url.length <= path.length || url.charCodeAt(path.length) !== 0x3f || !url.startsWith(path) || SLOW_PARSE.test(url)) return null;
   const params = new URLSearchParams(url.slice(path.length + 1));
   const query: Record<string, string | string[]> = {};
   for (const k of keys) {
@@ -77,6 +98,7 @@ function answerRead(deps: FastReadDeps, req: IncomingMessage, res: ServerRespons
   res.end(answer.json);
   const ms = performance.now() - started;
   deps.metrics.httpDuration.observe({ method: 'GET', route: read.path, status: '200' }, ms / 1000);
-  logAccess({ method: 'GET', route: read.path, path: read.path, status: 200, ms: Math.round(ms * 10) / 10, requestId });
+  // requestId first, where the logger's mixin puts it on Koa's lines.
+  logAccess({ requestId, method: 'GET', route: read.path, path: read.path, status: 200, ms: Math.round(ms * 10) / 10 });
   return true;
 }

@@ -152,6 +152,28 @@ describe('GET /cars beside Koa', () => {
     for (const target of cases) expect((await agree(target, 'fixed-id-2')).fast, target).toBe(false);
   });
 
+  it('a fast read that throws is answered by Koa (its errors middleware: a 500), and the process lives on', async () => {
+    const index = h.searchIndex!;
+    const broken = {
+      ...h.deps,
+      searchIndex: {
+        cars: () => { throw new Error('walk broken'); }, stays: (day: number) => index.stays(day), catchUp: () => index.catchUp(),
+        builtOrGaveUp: (ms: number) => index.builtOrGaveUp(ms),
+      },
+    };
+    const redis = redisClient(h.config, 'request', { keyPrefix: h.config.REDIS_KEY_PREFIX });
+    redis.on('error', () => {});
+    const deps = { ...broken, redis, metrics: createMetrics() };
+    const base = await listen(withFastReads(deps, createApp(deps).callback()));
+    try {
+      const r = await get(base, `/cars?city=${city}&from=${inHours(30)}&to=${inHours(33)}`);
+      expect(r.status).toBe(500);
+      expect(JSON.parse(r.body).error.code).toBe('INTERNAL');
+    } finally {
+      redis.disconnect();
+    }
+  });
+
   it('agrees with Koa on arbitrary request targets, answering the valid ones itself', async () => {
     let seed = 20261206;
     const rnd = (n: number) => {
