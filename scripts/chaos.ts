@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { repoRoot } from '../shared/local-secrets.js';
+import { PSP_CALLS, longestCallMs, providerLatenessS } from '../shared/psp/attempt-policy.js';
 import { formatResults, runChecks } from './invariants/index.js';
 import { seeded } from './chaos/rng.js';
 import { apiClient, createStats, tokens } from './chaos/http.js';
@@ -88,8 +89,8 @@ try {
   const midRun = owed.map((r) => ({ ...r, name: 'jobs-armed (while owed)' }));
   say(`jobs-armed while work is owed: checked ${midRun[0]?.checked ?? 0}, ${midRun[0]?.violations.length ?? 0} violations`);
 
-  // An intent cancellation with a create in doubt waits out the provider's lateness (2 × LEASE_S + a call) before it settles.
-  const lateMs = (2 * Number(t.env.LEASE_S ?? 30) + 10) * 1000;
+  // An intent cancellation with a create in doubt waits out the provider's lateness before it settles.
+  const lateMs = providerLatenessS(Number(t.env.LEASE_S ?? 30), longestCallMs(PSP_CALLS.timeoutMs, PSP_CALLS.retries, PSP_CALLS.backoffInitialMs)) * 1000;
   const quiet = await waitForQuiet(t, (holdTtlS + graceS) * 1000 + 30_000 + lateMs, say);
   say(quiet.quiet ? `quiet after ${(quiet.waitedMs / 1000).toFixed(1)} s` : `NOT quiet after ${(quiet.waitedMs / 1000).toFixed(1)} s: ${JSON.stringify(quiet.state)}`);
   const results = [...midRun, ...await runChecks({

@@ -2,6 +2,7 @@ import { createDb } from './db/pool.js';
 import { createPreparedDb } from './db/prepared.js';
 import { openReadReplica } from './read-replica.js';
 import { PspClient } from './psp/client.js';
+import { PSP_CALLS } from './psp/attempt-policy.js';
 import { pspDuration } from './metrics/work.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import { openProducers, type JobProducer, type Producers } from './queues/producer.js';
@@ -10,7 +11,7 @@ import type { Deps } from './usecases/deps.js';
 
 export function pspClient(config: Config): PspClient {
   return new PspClient({
-    baseUrl: config.pspUrl, apiKey: config.PSP_API_KEY, timeoutMs: 2000, retries: 2,
+    baseUrl: config.pspUrl, apiKey: config.PSP_API_KEY, ...PSP_CALLS,
     onCall: (c) => pspDuration.observe({ operation: c.operation, outcome: c.outcome }, c.seconds),
   });
 }

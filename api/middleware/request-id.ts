@@ -16,12 +16,11 @@ export const requestIdFor = (given: string | undefined): string => (given && acc
  * lines, outbox rows, jobs and Kafka headers written on its behalf carry the same id.
  */
 export const requestId: Middleware<ApiState> = async (ctx, next) => {
-  ctx.state.requestId = requestIdFor(header(ctx, 'x-request-id'));
-  ctx.set('X-Request-Id', ctx.state.requestId);
+  const id = requestIdFor(header(ctx, 'x-request-id'));
+  ctx.state.requestId = id;
+  ctx.set('X-Request-Id', id);
   // The traceparent is made when first asked for (an event, a job, a Kafka header): a search never asks.
-  const requestIdOfCtx = ctx.state.requestId;
   const incoming = header(ctx, 'traceparent');
   let traceparent: string | undefined;
-  const correlation = { requestId: requestIdOfCtx, get traceparent() { return (traceparent ??= traceparentFor(requestIdOfCtx, incoming)); } };
-  await withCorrelation(correlation, next);
+  await withCorrelation({ requestId: id, get traceparent() { return (traceparent ??= traceparentFor(id, incoming)); } }, next);
 };

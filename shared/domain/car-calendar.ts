@@ -83,8 +83,8 @@ export class CarCalendar {
     for (const id of [...this.cars.keys()]) if (!seen.has(id)) this.dropCar(id);
     for (const car of cars) {
       const e = this.cars.get(car.id);
-      if (e) this.setCar(e, car);
-      else this.cars.set(car.id, this.entry(car));
+      if (e) e.setCar(car);
+      else this.cars.set(car.id, new Entry(car));
       this.maxCarId = Math.max(this.maxCarId, car.id);
     }
     const byCity = new Map<string, Entry[]>();
@@ -119,7 +119,7 @@ export class CarCalendar {
     // Unchanged (a rebuild reads every car again): the live objects stay, nothing new to collect.
     if (e && sameCar(e.car, car)) return;
     if (!e) {
-      const n = this.entry(car);
+      const n = new Entry(car);
       this.cars.set(car.id, n);
       this.place(n);
       return;
@@ -128,7 +128,7 @@ export class CarCalendar {
     if (moved) this.unplace(e);
     // The city's bits know its longest turnaround.
     else if (e.car.turnaroundMinutes !== car.turnaroundMinutes) this.busy.delete(e.car.city);
-    this.setCar(e, car);
+    e.setCar(car);
     if (moved) this.place(e);
   }
 
@@ -140,14 +140,6 @@ export class CarCalendar {
   /** Every car id in the calendar. */
   carIds(): number[] {
     return [...this.cars.keys()];
-  }
-
-  private entry(car: IndexedCar): Entry {
-    return new Entry(car);
-  }
-
-  private setCar(e: Entry, car: IndexedCar): void {
-    e.setCar(car);
   }
 
   /** Where `e` goes in its city's list: the first entry ordered after it. */

@@ -1,13 +1,6 @@
-import {
-  ExponentialBackoff,
-  TaskCancelledError,
-  TimeoutStrategy,
-  handleWhen,
-  retry,
-  timeout,
-} from 'cockatiel';
 import { z } from 'zod';
-import { RequestNotSent, ServerError, unansweredCause, unlessStopped } from './unanswered.js';
+import { RequestNotSent, ServerError, unansweredCause } from './unanswered.js';
+import { PSP_CALLS, attemptPolicy, isTimeout, longestCallMs, type AttemptPolicy } from './attempt-policy.js';
 export { RequestNotSent } from './unanswered.js';
 
 export const paymentIntentStatuses = ['requires_payment', 'processing', 'succeeded', 'failed', 'canceled'] as const;
@@ -113,47 +106,27 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
-
-// Not cockatiel's isTaskCancelledError: in 3.2.1 it tests the wrong marker and is always false.
-const isTimeout = (e: unknown) => e instanceof TaskCancelledError;
-const MAX_BACKOFF_MS = 5_000;
-const isTransient = (e: Error) =>
-  e instanceof ServerError || isTimeout(e) || e instanceof TypeError; // fetch: TypeError on network failure
-
-/**
- * Retries (outer) around a per-attempt timeout (inner) that aborts the attempt's fetch. `gate` (a rate limit) is
- * awaited before each attempt, outside its timeout: waiting for a slot is not the provider being slow.
- */
-function attemptPolicy(timeoutMs: number, retries: number, backoffInitialMs: number) {
-  const outer = retry(handleWhen(isTransient), {
-    maxAttempts: retries,
-    backoff: new ExponentialBackoff({ initialDelay: backoffInitialMs, maxDelay: MAX_BACKOFF_MS }),
-  });
-  const inner = timeout(timeoutMs, TimeoutStrategy.Aggressive);
-  return {
-    execute: <T>(fn: (c: { signal: AbortSignal }) => Promise<T>, gate?: () => Promise<void>, beforeSend?: () => Promise<void>) => outer.execute(async () => {
-      await gate?.();
-      await unlessStopped(beforeSend);
-      return inner.execute(fn);
-    }),
-  };
-}
-
 export class PspClient {
   private readonly baseUrl: string;
   private readonly apiKey: string;
-  private readonly policy: ReturnType<typeof attemptPolicy>;
-  private readonly single: ReturnType<typeof attemptPolicy>; // the same timeout, no retry: POSTs the caller resolves by looking up (refunds)
+  private readonly policy: AttemptPolicy;
+  /** The same timeout, no retry: for POSTs whose outcome the caller resolves by looking up (refunds). */
+  private readonly single: AttemptPolicy;
   private readonly onCall?: (call: PspCall) => void;
   private readonly beforeCall?: () => Promise<void>;
-  /** A retrying call's longest run from its first send to its last: each attempt timed out, each backoff at its bound
-   * (cockatiel's decorrelated jitter keeps the k-th under initialDelay × 2^(k+1)); gate waits aside. */
+  /** A retrying call's longest run from its first send to its last (attempt-policy.ts). */
   readonly longestCallMs: number;
 
-  constructor({ baseUrl, apiKey, timeoutMs = 2000, retries = 2, backoffInitialMs = 100, onCall, beforeCall }: PspClientOptions) {
-    this.longestCallMs = (retries + 1) * timeoutMs + Math.min(retries * MAX_BACKOFF_MS, backoffInitialMs * (2 ** (retries + 1) - 2));
-    [this.baseUrl, this.apiKey, this.onCall, this.beforeCall] = [baseUrl.replace(/\/+$/, ''), apiKey, onCall, beforeCall];
-    [this.policy, this.single] = [attemptPolicy(timeoutMs, retries, backoffInitialMs), attemptPolicy(timeoutMs, 0, backoffInitialMs)];
+  constructor({
+    baseUrl, apiKey, timeoutMs = PSP_CALLS.timeoutMs, retries = PSP_CALLS.retries, backoffInitialMs = PSP_CALLS.backoffInitialMs, onCall, beforeCall,
+  }: PspClientOptions) {
+    this.baseUrl = baseUrl.replace(/\/+$/, '');
+    this.apiKey = apiKey;
+    this.policy = attemptPolicy(timeoutMs, retries, backoffInitialMs);
+    this.single = attemptPolicy(timeoutMs, 0, backoffInitialMs);
+    this.onCall = onCall;
+    this.beforeCall = beforeCall;
+    this.longestCallMs = longestCallMs(timeoutMs, retries, backoffInitialMs);
   }
 
   /**
@@ -288,7 +261,7 @@ export class PspClient {
 }
 
 /** The Idempotency-Key (every retry reuses it), the policy (default: retrying), beforeSend (unanswered.ts), onAnswer (a 2xx). */
-interface SendOptions { idempotencyKey?: string; policy?: ReturnType<typeof attemptPolicy>; beforeSend?: () => Promise<void>; onAnswer?: (attempts: number) => void }
+interface SendOptions { idempotencyKey?: string; policy?: AttemptPolicy; beforeSend?: () => Promise<void>; onAnswer?: (attempts: number) => void }
 
 function parseJsonOr(text: string): unknown {
   try {

@@ -9,6 +9,7 @@ import {
   answerReplayedIntentCreate, deferIntentCancellation, lateIntentCreateSends,
 } from '../db/intent-cancellations.js';
 import { ProviderRejectedError, ProviderUnreachableError, type PaymentIntent } from '../psp/client.js';
+import { providerLatenessS } from '../psp/attempt-policy.js';
 import { QUEUES } from '../queues/registry.js';
 import { confirmFromProvider } from './payments.js';
 import { unclaimedOutcome } from './unclaimed.js';
@@ -91,8 +92,7 @@ export async function cancelIntentsOf(deps: Deps, claim: IntentCancellationClaim
       // with nothing only once every earlier send is older than the provider's lateness (2 × LEASE_S) at this
       // attempt's listing: what they made was listed and cancelled above. Until then the attempt is retried; a
       // create the provider refuses for good is settled then, not retried forever.
-      // Doubts are timed from the start of a call (sent_at), whose retries leave up to longestCallMs later.
-      const lateS = 2 * deps.config.LEASE_S + Math.ceil(deps.psp.longestCallMs / 1000);
+      const lateS = providerLatenessS(deps.config.LEASE_S, deps.psp.longestCallMs);
       let replayFailure: unknown = null;
       for (const c of unanswered) {
         if (!superseded(c.idempotencyKey)) continue;

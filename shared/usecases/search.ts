@@ -73,14 +73,13 @@ export async function searchCars(deps: SearchDeps, q: CarSearch): Promise<{ cars
   checkCarPeriod(q.from, q.to);
   // No hold starts in the past, so no car is listed for such a period.
   if (!startsInFuture(q.from, deps.clock.now())) return { cars: [] };
-  const index = deps.searchIndex?.cars();
-  if (index) return new SerializedAnswer(index.searchJson(q.city, q.from.getTime(), q.to.getTime(), q.limit, CARS));
-  return searchCarsInSql(deps, q);
+  return searchCarsInIndex(deps, q) ?? searchCarsInSql(deps, q);
 }
 
 /**
- * searchCars's answer when the in-memory index gives it (a valid period starting in the future, the index fresh),
- * synchronously; null otherwise, and then searchCars decides (a refusal, an empty list, SQL).
+ * The answer from the in-memory index, synchronously (the API answers it beside Koa: api/fast-reads.ts): a period
+ * searchCars would accept, starting in the future, and the index fresh; null otherwise (searchCars then refuses,
+ * answers an empty list, or reads SQL). The checks are checkCarPeriod's and startsInFuture's, without a throw.
  */
 export function searchCarsInIndex(deps: Pick<SearchDeps, 'clock' | 'searchIndex'>, q: CarSearch): SerializedAnswer | null {
   const from = q.from.getTime();
@@ -106,13 +105,10 @@ export interface StaySearch {
 /** Room types of the city with at least `rooms` free on every night of the stay, most free rooms first. */
 export async function searchStays(deps: SearchDeps, q: StaySearch) {
   const nights = checkStayDates(q.checkIn, q.checkOut);
-  const from = dayOf(q.checkIn);
-  const index = deps.searchIndex?.stays(from);
-  if (index) return new SerializedAnswer(index.searchJson(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES, ROOM_TYPES));
-  return searchStaysInSql(deps, q, nights);
+  return searchStaysInIndex(deps, q) ?? searchStaysInSql(deps, q, nights);
 }
 
-/** searchStays's answer when the in-memory index gives it (valid dates, the index fresh and holding them), synchronously; else null. */
+/** The answer from the in-memory index, synchronously: checkStayDates's range without a throw, the index fresh and holding the nights; else null. */
 export function searchStaysInIndex(deps: Pick<SearchDeps, 'searchIndex'>, q: StaySearch): SerializedAnswer | null {
   const nights = nightsBetween(q.checkIn, q.checkOut);
   if (!(nights >= 1 && nights <= MAX_STAY_NIGHTS)) return null;
