@@ -20,7 +20,7 @@ import pg from 'pg';
 import { Redis } from 'ioredis';
 import { createPool, type Interceptor } from 'slonik';
 import {
-  benchSecrets, cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, machineNote, printTable, runTag, signJwt, startApiProcess, verdict,
+  benchSecrets, cleanupOnSignal, envInt, envStr, finalVerdict, fmt, freshDb, generatorFirst, machineNote, printTable, runTag, signJwt, startApiProcess, verdict,
 } from './lib.js';
 import { openLoop, type OpenLoopResult } from './open-loop.js';
 import { addDays } from '../shared/domain/hotel-dates.js';
@@ -132,6 +132,7 @@ async function main() {
       LOG_LEVEL: 'warn', NODE_ENV: 'production', NOTIFY_WEBHOOK_URL: 'none',
     }, `/tmp/bench-quotes-api-${tag}.log`, API_NODE_ARGS);
     console.log(`\ndb ${db.name}; api pid ${api.child.pid} on ${api.url} (${API_ENTRY}; log ${api.logFile})`);
+    console.log(generatorFirst());
 
     const tokens = Array.from({ length: 2000 }, (_, i) => signJwt(secret, { sub: String(7_000_000 + i), role: 'customer' }, 3600));
     const rand = (min: number, max: number) => min + Math.floor(Math.random() * (max - min + 1));

@@ -3,12 +3,11 @@
  * (each: warm-up, then the steady window that is measured), then the checks, the pgbench floor and the plans.
  */
 import { randomBytes } from 'node:crypto';
-import { setPriority } from 'node:os';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { ROOT, ensureBuild, envStr, machineNote, sleep } from '../lib.js';
+import { ROOT, ensureBuild, envStr, generatorFirst, machineNote, sleep } from '../lib.js';
 import { rngFor, type DatasetOptions } from '../dataset/generate.js';
 import { cloneDatabase, dbUrl, dropDatabase, ensureTemplate } from '../dataset/load.js';
 import { CpuSampler, runCpuTool, type CpuSample, type ToolResult } from './cpu.js';
@@ -277,17 +276,3 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
   }
 }
 
-/**
- * The generator runs before the system under test on the cores they share (nice -10, once the system has started,
- * so its processes keep their own priority): latency is counted from each request's due time, and a generator
- * waiting for a core sends late and books its own wait as the server's. In one mixed phase, the generator at the
- * system's priority put searches at p50 4.8 s; at -10, 23 ms (docs/benchmarks.md). Its CPU is the same either way.
- */
-function generatorFirst(): string {
-  try {
-    setPriority(-10);
-    return 'generator: nice -10 (scheduled before the system under test)';
-  } catch (e) {
-    return `generator: at the system's priority (${String(e)}); its own scheduling delays count in the latencies`;
-  }
-}

@@ -126,34 +126,57 @@ const stayRead = stayCatalogueRow.extend({
   rateNights: z.array(storedNight),
 });
 
+export interface StayReadQuery {
+  roomTypeId: number;
+  ratePlanId: number | null;
+  checkIn: string;
+  nightCount: number;
+}
+export type StayRead = { catalogue: StayCatalogue; nights: StayNights } | null;
+
 /**
  * The room type's catalogue entry with the stay's room nights and calendar, in ONE statement, so one snapshot:
  * what a quote is decided on, and the unlocked read of the holds' fast refusal. Primary-key lookups and two index
  * range scans (room nights of [checkIn, checkOut), calendar of [checkIn, checkOut]); without a plan (null) the
  * calendar part is null. Null when the room type does not exist.
  */
-export async function readStay(
-  db: PreparedQueries,
-  q: { roomTypeId: number; ratePlanId: number | null; checkIn: string; nightCount: number },
-): Promise<{ catalogue: StayCatalogue; nights: StayNights } | null> {
+export async function readStay(db: PreparedQueries, q: StayReadQuery): Promise<StayRead> {
+  return (await readStays(db, [q]))[0]!;
+}
+
+/**
+ * readStay for several stays in one statement (one round trip, one snapshot): one answer per query, in order. Each
+ * query reads its rows by key (LATERAL … OFFSET 0 keeps the planner from a join over a whole table, whatever the
+ * statistics say: autovacuum may be off).
+ */
+export async function readStays(db: PreparedQueries, qs: readonly StayReadQuery[]): Promise<StayRead[]> {
   // Prepared (shared/db/prepared.ts): a quote is this read and one INSERT, and slonik's per-query work and the
   // server's planning of this statement were most of a quote's CPU. The same columns as catalogueColumns/catalogueFrom.
-  const rows = await db.query<unknown>('read-stay', `
-    SELECT rt.id AS "roomTypeId", rt.hotel_id AS "hotelId", rt.deposit_amount AS "depositAmount", rt.currency,
-      rt.max_guests AS "maxGuests", h.timezone, rp.room_type_id AS "ratePlanRoomTypeId",
+  const rows = await db.query<{ ord: number }>('read-stays', `
+    SELECT q.ord::int AS ord, s.*,
       (SELECT coalesce(json_agg(json_build_object('date', n.night::text, 'available', n.sellable - n.held - n.confirmed) ORDER BY n.night), '[]')
-       FROM room_night n WHERE n.room_type_id = rt.id AND n.night >= $3::date AND n.night < $3::date + $4::int) AS "roomNights",
+       FROM room_night n WHERE n.room_type_id = q.room_type_id AND n.night >= q.check_in AND n.night < q.check_in + q.night_count) AS "roomNights",
       (SELECT coalesce(json_agg(json_build_object('date', r.night::text, 'price', r.price, 'minStay', r.min_stay, 'maxStay', r.max_stay,
                 'closedToArrival', r.closed_to_arrival, 'closedToDeparture', r.closed_to_departure, 'stopSell', r.stop_sell) ORDER BY r.night), '[]')
-       FROM rate_night r WHERE r.rate_plan_id = $2::bigint AND r.night >= $3::date AND r.night <= $3::date + $4::int) AS "rateNights"
-    FROM room_type rt
-    JOIN hotel h ON h.id = rt.hotel_id
-    LEFT JOIN rate_plan rp ON rp.id = $2::bigint
-    WHERE rt.id = $1::bigint`, [q.roomTypeId, q.ratePlanId, q.checkIn, q.nightCount]);
-  const row = rows[0] === undefined ? null : stayRead.parse(rows[0]);
-  if (!row) return null;
-  const { roomNights, rateNights, ...catalogue } = row;
-  if (q.ratePlanId === null) return { catalogue, nights: { roomNights, rate: null } };
-  const calendar = fill(q.checkIn, q.nightCount + 1, rateNights);
-  return { catalogue, nights: { roomNights, rate: { nights: calendar.slice(0, q.nightCount), departure: calendar[q.nightCount]! } } };
+       FROM rate_night r WHERE r.rate_plan_id = q.rate_plan_id AND r.night >= q.check_in AND r.night <= q.check_in + q.night_count) AS "rateNights"
+    FROM unnest($1::int8[], $2::int8[], $3::date[], $4::int4[]) WITH ORDINALITY AS q(room_type_id, rate_plan_id, check_in, night_count, ord)
+    JOIN LATERAL (
+      SELECT rt.id AS "roomTypeId", rt.hotel_id AS "hotelId", rt.deposit_amount AS "depositAmount", rt.currency,
+        rt.max_guests AS "maxGuests", h.timezone, rp.room_type_id AS "ratePlanRoomTypeId"
+      FROM room_type rt
+      JOIN hotel h ON h.id = rt.hotel_id
+      LEFT JOIN rate_plan rp ON rp.id = q.rate_plan_id
+      WHERE rt.id = q.room_type_id
+      OFFSET 0
+    ) s ON true`,
+  [qs.map((q) => q.roomTypeId), qs.map((q) => q.ratePlanId), qs.map((q) => q.checkIn), qs.map((q) => q.nightCount)]);
+  const byOrd = new Map(rows.map((r) => [r.ord, r]));
+  return qs.map((q, i) => {
+    const raw = byOrd.get(i + 1);
+    if (raw === undefined) return null; // no such room type
+    const { roomNights, rateNights, ...catalogue } = stayRead.parse(raw);
+    if (q.ratePlanId === null) return { catalogue, nights: { roomNights, rate: null } };
+    const calendar = fill(q.checkIn, q.nightCount + 1, rateNights);
+    return { catalogue, nights: { roomNights, rate: { nights: calendar.slice(0, q.nightCount), departure: calendar[q.nightCount]! } } };
+  });
 }

@@ -78,3 +78,7 @@ export const carHoldBatchSize = new Histogram({
   name: 'car_hold_batch_size', help: 'Car holds written by one statement (group commit); a fallback to single statements counts each as 1',
   buckets: [1, 2, 4, 8, 16, 32], registers,
 });
+export const statementBatchSize = new Histogram({
+  name: 'statement_batch_size', help: 'Requests served by one shared statement (group commit), by statement; a fallback to single statements counts each as 1',
+  labelNames: ['statement'], buckets: [1, 2, 4, 8, 16, 32], registers,
+});

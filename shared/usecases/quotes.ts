@@ -3,8 +3,8 @@ import type { Actor } from '../domain/actor.js';
 import { forbidden, notFound } from '../domain/errors.js';
 import { datesFrom } from '../domain/hotel-dates.js';
 import type { StayRequest } from '../domain/quotes.js';
-import { findQuote, insertQuote, purgeQuotes, type QuoteRow } from '../db/quotes.js';
-import { readStay } from '../db/rate-plans.js';
+import { findQuote, purgeQuotes, type QuoteRow } from '../db/quotes.js';
+import { insertQuoteShared, readStayShared } from './stay-batches.js';
 import { checkStay, judge, quoteFingerprint, requestOf, type StayInput } from './stay-pricing.js';
 import { checkStayDates, stayDeposit } from '../domain/booking.js';
 import { nightsBetween } from '../domain/nights.js';
@@ -36,8 +36,9 @@ const view = (q: QuoteRow): QuoteView => {
 export async function createQuote(deps: Deps, actor: Actor, input: StayInput & { ratePlanId: number }): Promise<QuoteView> {
   if (actor.role !== 'customer') throw forbidden();
   checkStayDates(input.checkIn, input.checkOut);
-  // One statement reads the catalogue entry and the nights (a quote's cost is mostly round trips).
-  const read = await readStay(deps.prepared, { ...input, nightCount: nightsBetween(input.checkIn, input.checkOut) });
+  // One statement reads the catalogue entry and the nights (a quote's cost is mostly round trips, so quotes arriving
+  // together share each of its two statements: stay-batches.ts).
+  const read = await readStayShared(deps.prepared, { ...input, nightCount: nightsBetween(input.checkIn, input.checkOut) });
   const stay = checkStay(actor, input, read?.catalogue ?? null, deps.clock.now());
   const price = judge(stay, read!.nights)!;
   const validUntil = new Date(deps.clock.now().getTime() + deps.config.QUOTE_TTL_S * 1000).toISOString();
@@ -47,7 +48,7 @@ export async function createQuote(deps: Deps, actor: Actor, input: StayInput & {
     rooms: stay.rooms, guests: stay.guests, nightPrices: price.nights.map((n) => n.price), totalAmount: price.totalAmount,
     depositAmount: stayDeposit(stay.depositPerRoom, stay.rooms), currency: stay.currency, validUntil,
   };
-  return view({ ...row, id: await insertQuote(deps.prepared, row) });
+  return view({ ...row, id: await insertQuoteShared(deps.prepared, row) });
 }
 
 /** A quote is visible only to its customer; anyone else gets 404, as for an unknown id. */

@@ -5,11 +5,12 @@ import { notFound, validation } from '../domain/errors.js';
 import { hotelToday } from '../domain/hotel-dates.js';
 import { judgeStay, type StayPrice } from '../domain/rates.js';
 import { canonicalRequest, checkGuests, checkQuoteForHold, type StayRequest } from '../domain/quotes.js';
-import { findRatePlan, findStayCatalogue, listCalendar, readStay, type StayCatalogue, type StayNights } from '../db/rate-plans.js';
+import { findRatePlan, findStayCatalogue, listCalendar, type StayCatalogue, type StayNights } from '../db/rate-plans.js';
+import { readStayShared } from './stay-batches.js';
 import { lockNights } from '../db/inventory.js';
 import { findQuote } from '../db/quotes.js';
 import type { CommonQueryMethods } from '../db/pool.js';
-import type { PreparedQueries } from '../db/prepared.js';
+import type { PreparedDb } from '../db/prepared.js';
 import { checkStayDates, stayDeposit } from '../domain/booking.js';
 import { nightsBetween } from '../domain/nights.js';
 
@@ -91,8 +92,8 @@ export const judge = (p: PreparedStay, n: StayNights): StayPrice | null =>
  * Judges the stay on one unlocked snapshot (room nights and calendar read by a single statement). Quotes are
  * decided so; a hold uses it only to refuse early (the hot sold-out case) without queueing on the locks.
  */
-export async function judgeUnlocked(db: PreparedQueries, p: PreparedStay): Promise<StayPrice | null> {
-  const read = await readStay(db, p);
+export async function judgeUnlocked(db: PreparedDb, p: PreparedStay): Promise<StayPrice | null> {
+  const read = await readStayShared(db, p);
   if (!read) throw notFound('room type');
   return judge(p, read.nights);
 }

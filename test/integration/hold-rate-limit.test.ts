@@ -49,4 +49,12 @@ describe('hold rate limit', () => {
     const fourth = await h.req('POST', '/bookings', { token: t, body: { carId: 1, from: inHours(400), to: inHours(401) } });
     expect(fourth.status).toBe(429);
   });
+
+  it('concurrent holds of one customer: exactly the limit are created, the rest are 429', async () => {
+    const t = newCustomer(h).token;
+    const bodies = Array.from({ length: 12 }, () => ({ carId, ...period() }));
+    const codes = (await Promise.all(bodies.map((body) => h.req('POST', '/bookings', { token: t, body })))).map((r) => r.status);
+    expect(codes.filter((c) => c === 201)).toHaveLength(3);
+    expect(codes.filter((c) => c === 429)).toHaveLength(9);
+  });
 });
