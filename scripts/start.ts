@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { setPriority } from 'node:os';
 import type { Readable } from 'node:stream';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { parseConfig, ConfigError, type Config } from '../shared/config.js';
@@ -124,6 +125,7 @@ function run(spec: ProcessSpec, restarts = 0) {
   const startedAt = Date.now();
   const child = spawn(file, args, { cwd: root, env: { ...childEnv, PROC_NAME: spec.name, SUPERVISOR_PID: String(process.pid) }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   relayOutput(spec.name, child);
+  if (spec.name !== 'api') runInBackground(spec.name, child);
   child.on('error', (err) => warn(`${spec.name} could not be started: ${err.message}`));
   child.on('exit', (code, signal) => {
     if (children.get(spec.name) === child) children.delete(spec.name);
@@ -135,6 +137,20 @@ function run(spec: ProcessSpec, restarts = 0) {
     setTimeout(() => !stopping && run(spec, next), delay).unref();
   });
   children.set(spec.name, child);
+}
+
+/**
+ * Every process but the API runs at BACKGROUND_NICE: on cores they share, a request waiting for the API is served
+ * before a worker's job or the pump's pass, whose work has seconds of slack and catches up when the peak passes (an
+ * overdue job is run as soon as the worker gets the core; nothing is dropped).
+ */
+function runInBackground(name: string, child: ChildProcess) {
+  if (config.BACKGROUND_NICE === 0 || child.pid === undefined) return;
+  try {
+    setPriority(child.pid, config.BACKGROUND_NICE);
+  } catch (e) {
+    warn(`${name}: could not lower its priority (${(e as Error).message}); it runs at the API's`);
+  }
 }
 
 for (const spec of specs) run(spec);

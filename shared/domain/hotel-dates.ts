@@ -11,9 +11,17 @@ export const addDays = (date: string, n: number): string =>
 export const datesFrom = (from: string, count: number): string[] => Array.from({ length: count }, (_, i) => addDays(from, i));
 
 const formats = new Map<string, Intl.DateTimeFormat>();
+/** Per zone, the last answer and the UTC second it was for (formatToParts costs ~10 µs, once per quote and hold). */
+const lastToday = new Map<string, { second: number; date: string }>();
 
-/** The date it is at `now` on the hotel's wall clock (its IANA zone, daylight saving included). */
+/**
+ * The date it is at `now` on the hotel's wall clock (its IANA zone, daylight saving included). Every zone's offset
+ * is a whole number of seconds, so its date can change only on a whole UTC second: one answer serves its second.
+ */
 export function hotelToday(now: Date, timeZone: string): string {
+  const second = Math.floor(now.getTime() / 1000);
+  const last = lastToday.get(timeZone);
+  if (last?.second === second) return last.date;
   let f = formats.get(timeZone);
   if (!f) {
     f = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
@@ -21,5 +29,7 @@ export function hotelToday(now: Date, timeZone: string): string {
   }
   const parts = f.formatToParts(now);
   const get = (t: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === t)!.value;
-  return `${get('year').padStart(4, '0')}-${get('month')}-${get('day')}`;
+  const date = `${get('year').padStart(4, '0')}-${get('month')}-${get('day')}`;
+  lastToday.set(timeZone, { second, date });
+  return date;
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../shared/db/migrate.js';
@@ -35,6 +36,11 @@ const onNewConnection = (port: string, method: string, path: string, bearer?: st
   headers: { connection: 'close', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
 });
 
+/** A process's nice value (/proc/<pid>/stat, field 19). */
+const niceOf = (pid: number) => Number(fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+/** The Procfile name the supervisor gave a child (PROC_NAME in its environment). */
+const procName = (pid: number) => fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').find((v) => v.startsWith('PROC_NAME='))?.slice(10);
+
 const ready = (port: string) => fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.status, () => 0);
 
 describe('npm start (scripts/start.ts)', () => {
@@ -63,6 +69,10 @@ describe('npm start (scripts/start.ts)', () => {
     leftovers.push(...current);
     // Nothing else was restarted: the pump without Kafka (KAFKA_BROKERS=none) works on instead of exiting.
     for (const pid of others) expect(current).toContain(pid);
+    // The API runs at the supervisor's priority, everything else at BACKGROUND_NICE (10), a restarted child too.
+    const supervisorNice = niceOf(sup.pid!);
+    for (const pid of current) expect(niceOf(pid), procName(pid)).toBe(procName(pid) === 'api' ? supervisorNice : Math.max(10, supervisorNice));
+    expect(current.map(procName)).toContain('api');
 
     // Once more, and kill -9 the supervisor while the replacement is still starting up.
     const [second] = others;

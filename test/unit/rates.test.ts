@@ -146,6 +146,22 @@ describe('hotel dates (DST-proof)', () => {
     expect(hotelToday(new Date('2027-01-01T17:00:00Z'), 'Asia/Ho_Chi_Minh')).toBe('2027-01-02');
   });
 
+  it('property: hotelToday (one answer per zone and UTC second) equals the zone\'s date computed afresh, instant after instant', () => {
+    const zones = ['Europe/Berlin', 'America/St_Johns', 'Asia/Kathmandu', 'Australia/Lord_Howe', 'Pacific/Chatham', 'Asia/Ho_Chi_Minh', 'UTC'];
+    const afresh = (t: number, timeZone: string) =>
+      new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(new Date(t));
+    // Walks of instants from just before a local midnight (where the date changes), a few milliseconds to an hour apart.
+    const date = fc.integer({ min: 0, max: 3 * 366 }).map((i) => addDays('2026-01-01', i));
+    const steps = fc.array(fc.oneof(fc.integer({ min: 0, max: 999 }), fc.integer({ min: 0, max: 3_600_000 })), { minLength: 1, maxLength: 40 });
+    fc.assert(fc.property(date, fc.integer({ min: 1, max: 3_000 }), steps, fc.constantFrom(...zones), (d, before, ds, zone) => {
+      let t = zonedWallTimeToInstant(d, '00:00', zone).getTime() - before;
+      for (const step of ds) {
+        t += step;
+        expect(hotelToday(new Date(t), zone), `${new Date(t).toISOString()} ${zone}`).toBe(afresh(t, zone));
+      }
+    }), { numRuns: 300 });
+  });
+
   it('property: local midnight and 23:59 of a date both read back as that date; addDays walks the calendar', () => {
     const zones = ['Europe/Berlin', 'America/New_York', 'Asia/Ho_Chi_Minh', 'Australia/Lord_Howe', 'Asia/Kolkata', 'America/Sao_Paulo', 'UTC'];
     const arbDate = fc.integer({ min: 0, max: 3 * 366 }).map((i) => addDays('2026-01-01', i));
