@@ -5,7 +5,8 @@ import { ROOT, fmt, printTable } from '../lib.js';
 import { lineChart, type Series } from './svg.js';
 import { summarizeStalls, type PeakResult, type PhaseResult } from './run.js';
 
-export const TARGETS = { holdRate: 600, mixedHoldRate: 300, searchRate: 3000, searchAloneRate: 6000, hotRate: 600, staysRate: 3000, p99Ms: 50, cpuPerHoldMs: 1.3 };
+// Issue 21: ≤ 0.8 ms of CPU per hold over all processes (the seed design ran at 0.6–1.1 ms without Kafka or jobs).
+export const TARGETS = { holdRate: 600, mixedHoldRate: 300, searchRate: 3000, searchAloneRate: 6000, hotRate: 600, staysRate: 3000, p99Ms: 50, cpuPerHoldMs: 0.8 };
 
 /** The rate a stream of a phase is judged at (below it the phase is a smaller run: not judged). */
 function targetRate(p: PhaseResult, stream: string): number {
@@ -39,8 +40,10 @@ export function verdicts(r: PeakResult): Verdict[] {
       v(`${p.spec.name}: ${s.name} answered/s`, s.answeredPerS, '>=', Math.min(s.rate, target) * 0.98, '/s', full);
       v(`${p.spec.name}: ${s.name} p99`, s.p99, '<=', TARGETS.p99Ms, ' ms', full);
     }
-    const worst = Math.max(0, ...(p.stalls ?? []).map((x) => x.maxMs));
-    v(`${p.spec.name}: longest event-loop stall over 50 ms`, worst, '<=', TARGETS.p99Ms, ' ms');
+    // Judged on the API, the process whose event loop requests wait for. The background processes run at
+    // BACKGROUND_NICE and wait for a core behind it by design; their delays are printed, not judged.
+    const worst = Math.max(0, ...(p.stalls ?? []).filter((x) => x.proc === 'api').map((x) => x.maxMs));
+    v(`${p.spec.name}: longest API event-loop stall over 50 ms`, worst, '<=', TARGETS.p99Ms, ' ms');
     const hold = p.streams.find((s) => s.name === 'hold');
     if (hold && p.spec.rates.search === 0 && p.spec.rates.stays === 0) {
       const perHold = (systemCpu(p).cores * 1000) / hold.answeredPerS;
