@@ -125,7 +125,7 @@ function run(spec: ProcessSpec, restarts = 0) {
   const startedAt = Date.now();
   const child = spawn(file, args, { cwd: root, env: { ...childEnv, PROC_NAME: spec.name, SUPERVISOR_PID: String(process.pid) }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   relayOutput(spec.name, child);
-  if (spec.name !== 'api') runInBackground(spec.name, child);
+  if (!FOREGROUND.has(spec.name)) runInBackground(spec.name, child);
   child.on('error', (err) => warn(`${spec.name} could not be started: ${err.message}`));
   child.on('exit', (code, signal) => {
     if (children.get(spec.name) === child) children.delete(spec.name);
@@ -140,7 +140,13 @@ function run(spec: ProcessSpec, restarts = 0) {
 }
 
 /**
- * Every process but the API runs at BACKGROUND_NICE: on cores they share, a request waiting for the API is served
+ * What requests wait for: the API, and the sandbox provider, which stands in for an outside service that the API's
+ * `/pay` calls (niced, it was still starting when the API was ready).
+ */
+const FOREGROUND = new Set(['api', 'psp']);
+
+/**
+ * Every other process runs at BACKGROUND_NICE: on cores they share, a request waiting for the API is served
  * before a worker's job or the pump's pass, whose work has seconds of slack and catches up when the peak passes (an
  * overdue job is run as soon as the worker gets the core; nothing is dropped).
  */

@@ -68,8 +68,9 @@ const schema = z.object({
   // API processes behind PORT (node:cluster). More than one: a catalogue write waits for every worker's search index
   // and /metrics sums every worker's (api/siblings.ts); why the default stays 1 is in docs/operations.md.
   API_WORKERS: z.coerce.number().int().min(1).max(32).default(1),
-  // Not in the contract: the nice value `npm start` gives every process but the API (the workers, the pump, the
-  // dashboard, the sandbox): on shared cores the API's requests go first; 0 runs them all alike (docs/operations.md).
+  // Not in the contract: the nice value `npm start` gives the workers, the pump and the dashboard (not the API, nor
+  // the sandbox provider its /pay waits for): on shared cores the API's requests go first; 0 runs them all alike
+  // (docs/operations.md).
   BACKGROUND_NICE: z.coerce.number().int().min(0).max(19).default(10),
   // Not in the contract: answer searches from in-memory indexes (when SEARCH_CACHE_TTL_S ≥ 2); off: every search
   // reads PostgreSQL through the Redis cache.

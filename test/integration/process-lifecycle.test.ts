@@ -69,10 +69,12 @@ describe('npm start (scripts/start.ts)', () => {
     leftovers.push(...current);
     // Nothing else was restarted: the pump without Kafka (KAFKA_BROKERS=none) works on instead of exiting.
     for (const pid of others) expect(current).toContain(pid);
-    // The API runs at the supervisor's priority, everything else at BACKGROUND_NICE (10), a restarted child too.
+    // The API and the sandbox provider run at the supervisor's priority, the rest at BACKGROUND_NICE (10), a restarted
+    // child too.
     const supervisorNice = niceOf(sup.pid!);
-    for (const pid of current) expect(niceOf(pid), procName(pid)).toBe(procName(pid) === 'api' ? supervisorNice : Math.max(10, supervisorNice));
-    expect(current.map(procName)).toContain('api');
+    const foreground = ['api', 'psp'];
+    for (const pid of current) expect(niceOf(pid), procName(pid)).toBe(foreground.includes(procName(pid)!) ? supervisorNice : Math.max(10, supervisorNice));
+    expect(current.map(procName)).toEqual(expect.arrayContaining([...foreground, 'expiry', 'pump']));
 
     // Once more, and kill -9 the supervisor while the replacement is still starting up.
     const [second] = others;
