@@ -120,6 +120,12 @@ function relayOutput(name: string, child: ChildProcess) {
   forward(child.stderr, 'stderr');
 }
 
+/**
+ * What requests wait for: the API, and the sandbox provider, which stands in for an outside service that the API's
+ * `/pay` calls (niced, it was still starting when the API was ready).
+ */
+const FOREGROUND = new Set(['api', 'psp']);
+
 function run(spec: ProcessSpec, restarts = 0) {
   const { file, args } = commandLine(spec, fromSource);
   const startedAt = Date.now();
@@ -138,12 +144,6 @@ function run(spec: ProcessSpec, restarts = 0) {
   });
   children.set(spec.name, child);
 }
-
-/**
- * What requests wait for: the API, and the sandbox provider, which stands in for an outside service that the API's
- * `/pay` calls (niced, it was still starting when the API was ready).
- */
-const FOREGROUND = new Set(['api', 'psp']);
 
 /**
  * Every other process runs at BACKGROUND_NICE: on cores they share, a request waiting for the API is served

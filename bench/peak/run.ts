@@ -275,4 +275,3 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
     else log(`kept database ${database} (${dbUrl(database)})`);
   }
 }
-
