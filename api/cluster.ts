@@ -1,7 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
-import { isSiblingMessage, type SiblingAnswer, type SiblingAsk, type SiblingReply, type SiblingRequest } from './siblings.js';
+import { isSiblingMessage, type SiblingAnswer, type SiblingAsk, type SiblingOp, type SiblingReply, type SiblingRequest } from './siblings.js';
+import { CarriedCounters } from './carried-counters.js';
 
 /**
  * API_WORKERS > 1: this process forks that many API workers sharing the port (node:cluster hands each new
@@ -46,27 +47,31 @@ function relaySiblingAsks(): void {
   let nextId = 0;
   /** Workers that said hello: they answer asks (a worker still starting, or gone, is not waited for). */
   const answering = new Set<number>();
-  const open = new Map<number, { from: Worker; id: number; pending: Set<number>; payloads: unknown[]; timer: NodeJS.Timeout }>();
+  const open = new Map<number, { from: Worker; id: number; op: SiblingOp; pending: Set<number>; payloads: unknown[]; timer: NodeJS.Timeout }>();
+  const carried = new CarriedCounters();
   const finish = (key: number) => {
     const ask = open.get(key);
     if (!ask) return;
     open.delete(key);
     clearTimeout(ask.timer);
-    const reply: SiblingReply = { kind: 'sibling-reply', id: ask.id, payloads: ask.payloads };
+    const payloads = ask.op === 'metrics' ? [...ask.payloads, ...carried.departed()] : ask.payloads;
+    const reply: SiblingReply = { kind: 'sibling-reply', id: ask.id, payloads };
     if (ask.from.isConnected()) ask.from.send(reply, undefined, () => {});
   };
   cluster.on('exit', (worker) => {
     answering.delete(worker.id);
+    carried.gone(worker.id);
     for (const [key, ask] of open) if (ask.pending.delete(worker.id) && ask.pending.size === 0) finish(key);
   });
   cluster.on('message', (worker, m: unknown) => {
     if (isSiblingMessage(m, 'sibling-hello')) answering.add(worker.id);
     else if (isSiblingMessage(m, 'sibling-request')) {
-      const { id, op, timeoutMs } = m as SiblingRequest;
+      const { id, op, timeoutMs, own } = m as SiblingRequest;
+      if (op === 'metrics') carried.seen(worker.id, own);
       const others = Object.values(cluster.workers ?? {})
         .filter((w): w is Worker => !!w && w !== worker && w.isConnected() && answering.has(w.id));
       const key = nextId++;
-      open.set(key, { from: worker, id, pending: new Set(others.map((w) => w.id)), payloads: [], timer: setTimeout(() => finish(key), timeoutMs) });
+      open.set(key, { from: worker, id, op, pending: new Set(others.map((w) => w.id)), payloads: [], timer: setTimeout(() => finish(key), timeoutMs) });
       const ask: SiblingAsk = { kind: 'sibling-ask', id: key, op };
       for (const w of others) w.send(ask, undefined, () => {});
       if (others.length === 0) finish(key);
@@ -74,6 +79,7 @@ function relaySiblingAsks(): void {
       const { id, payload } = m as SiblingAnswer;
       const ask = open.get(id);
       if (!ask || !ask.pending.delete(worker.id)) return;
+      if (ask.op === 'metrics') carried.seen(worker.id, payload);
       ask.payloads.push(payload);
       if (ask.pending.size === 0) finish(id);
     }

@@ -13,7 +13,8 @@ type MetricsJson = MetricObjectWithValues<MetricValue<string>>[];
  * The api's own metrics, one registry per app (tests run several apps in one process), and `ops`, the state behind
  * the work read at scrape time (api/ops-gauges.ts). /metrics serves them with the process registry (Node's
  * metrics, provider calls, …): `scrape()`. In a cluster (API_WORKERS > 1) the requests and the process metrics
- * are every worker's, summed (prom-client's aggregators), and `ops` is read once, by the worker scraped.
+ * are every worker's, summed (prom-client's aggregators), with the counters of workers that are gone (api/cluster.ts:
+ * a restarted worker does not make a sum go down), and `ops` is read once, by the worker scraped.
  */
 export function createMetrics() {
   const registry = new Registry();
@@ -28,7 +29,8 @@ export function createMetrics() {
     /** This app's metrics, its ops gauges and the process's (every API worker's), as Prometheus text. */
     scrape: async (): Promise<string> => {
       if (!hasSiblings()) return Registry.merge([registry, ops, processRegistry]).metrics();
-      const [mine, theirs] = await Promise.all([own(), askSiblings('metrics', SIBLINGS_MS)]);
+      const mine = await own();
+      const theirs = await askSiblings('metrics', SIBLINGS_MS, mine);
       const all = AggregatorRegistry.aggregate([mine, ...(theirs.filter(Array.isArray) as MetricsJson[])]);
       return Registry.merge([all as Registry, ops]).metrics();
     },

@@ -6,6 +6,7 @@ import { redisClient } from '../shared/redis.js';
 import { runProcess } from '../shared/process.js';
 import { logger } from '../shared/logger.js';
 import { startSearchIndexes } from '../shared/search/start.js';
+import { SEARCH_LOAD_MAX_MS } from '../shared/usecases/readiness.js';
 import { createHandler } from './app.js';
 import { createMetrics } from './metrics.js';
 import { registerOpsGauges } from './ops-gauges.js';
@@ -44,6 +45,10 @@ async function runApi(): Promise<void> {
         }
       },
     ]);
+    // A worker of a cluster takes connections only once its search index is built (or its build gave up): node:cluster
+    // hands connections only to workers that listen, so a restarted worker never answers a search from PostgreSQL
+    // while its siblings answer from their indexes. A single process listens at once (/ready waits for the index).
+    if (cluster.isWorker) await indexBuilt(indexes);
     const server = createServer(handler).listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
     server.keepAliveTimeout = 65_000;
 
@@ -57,6 +62,11 @@ async function runApi(): Promise<void> {
       await closeDeps(deps);
     };
   });
+}
+
+/** Resolves once the indexes are built, or their build has given up (then searches read PostgreSQL, as /ready says). */
+async function indexBuilt(indexes: SearchIndexes | null): Promise<void> {
+  while (indexes && !indexes.builtOrGaveUp(SEARCH_LOAD_MAX_MS)) await new Promise((r) => setTimeout(r, 50));
 }
 
 /** How long a catalogue write waits for the other API workers' indexes (as for its own: then it answers anyway). */

@@ -4,13 +4,13 @@ import cluster from 'node:cluster';
 // - `catch-up`: read what was committed before the ask into their search indexes, so that a catalogue write answered
 //   by one worker shows in the next search of every worker, whichever gets the connection;
 // - `metrics`: their metrics as JSON, so that /metrics, served by whichever worker the scrape reaches, counts every
-//   worker's requests (prom-client's AggregatorRegistry.aggregate merges them).
+//   worker's requests (prom-client's AggregatorRegistry.aggregate merges them), and the counters of workers gone.
 // A sibling that does not answer within the time limit (dying, restarting) is left out: the ask never fails.
 
 export type SiblingOp = 'catch-up' | 'metrics';
 
-/** Worker → primary: ask every other worker. */
-export interface SiblingRequest { kind: 'sibling-request'; id: number; op: SiblingOp; timeoutMs: number }
+/** Worker → primary: ask every other worker; `own`: the asker's own answer to `op`, for the primary to keep (metrics). */
+export interface SiblingRequest { kind: 'sibling-request'; id: number; op: SiblingOp; timeoutMs: number; own?: unknown }
 /** Primary → a worker: a sibling asks. */
 export interface SiblingAsk { kind: 'sibling-ask'; id: number; op: SiblingOp }
 /** A worker → primary: its answer to an ask. */
@@ -41,8 +41,11 @@ function listen(): void {
   });
 }
 
-/** The other workers' answers to `op` (those in within `timeoutMs`); [] outside a cluster. */
-export function askSiblings(op: SiblingOp, timeoutMs: number): Promise<unknown[]> {
+/**
+ * The other workers' answers to `op` (those in within `timeoutMs`); [] outside a cluster. `own`, this worker's own
+ * answer, goes to the primary with the ask (for metrics: api/cluster.ts keeps each worker's last).
+ */
+export function askSiblings(op: SiblingOp, timeoutMs: number, own?: unknown): Promise<unknown[]> {
   if (!hasSiblings()) return Promise.resolve([]);
   listen();
   const id = nextId++;
@@ -57,7 +60,7 @@ export function askSiblings(op: SiblingOp, timeoutMs: number): Promise<unknown[]
       clearTimeout(guard);
       resolve(payloads);
     });
-    const request: SiblingRequest = { kind: 'sibling-request', id, op, timeoutMs };
+    const request: SiblingRequest = { kind: 'sibling-request', id, op, timeoutMs, own };
     process.send!(request, undefined, undefined, (err) => {
       if (!err) return;
       waiting.get(id)?.([]);

@@ -1,5 +1,9 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { randomSecret, SECRET_NAMES, withLocalSecrets, type Env, type SecretName } from './local-secrets.js';
+
+/** API_WORKERS when unset: one API process per core this process may use, at most 4. */
+export const defaultApiWorkers = (cores = availableParallelism()): number => Math.max(1, Math.min(4, cores));
 
 // Empty strings count as unset: `PSP_URL=` means "no external provider", as in the contract.
 const optionalString = z.preprocess((v) => (v === '' ? undefined : v), z.string().optional());
@@ -64,10 +68,10 @@ const schema = z.object({
   QUEUE_PREFIX: z.string().regex(/^[\w-]+$/).default('bull'),
   // Not in the contract: API processes behind the one port (node:cluster); 1 = the process serves itself. By default
   // one per core, at most 4: one Node thread tops out near a core, and the seed's peak mix (300 holds/s with 3,000
-  // searches/s) needs more than one core of API (docs/benchmarks.md); 4 keeps a deployment's connections under 100.
-  // API processes behind PORT (node:cluster). More than one: a catalogue write waits for every worker's search index
-  // and /metrics sums every worker's (api/siblings.ts); why the default stays 1 is in docs/operations.md.
-  API_WORKERS: z.coerce.number().int().min(1).max(32).default(1),
+  // searches/s) or 6,000 searches/s need more than one core of API (docs/benchmarks.md); 4 keeps a deployment's
+  // PostgreSQL connections under 100. More than one: a catalogue write waits for every worker's search index and
+  // /metrics sums every worker's (api/siblings.ts, docs/operations.md).
+  API_WORKERS: z.coerce.number().int().min(1).max(32).default(() => defaultApiWorkers()),
   // Not in the contract: the nice value `npm start` gives the workers, the pump and the dashboard (not the API, nor
   // the sandbox provider its /pay waits for): on shared cores the API's requests go first; 0 runs them all alike
   // (docs/operations.md).

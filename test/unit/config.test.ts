@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig, ConfigError } from '../../shared/config.js';
+import { availableParallelism } from 'node:os';
+import { parseConfig, ConfigError, defaultApiWorkers } from '../../shared/config.js';
 
 describe('config', () => {
+  it('runs one API process per core by default, at most 4; API_WORKERS sets it', () => {
+    expect([1, 2, 3, 4, 8, 64].map((cores) => defaultApiWorkers(cores))).toEqual([1, 2, 3, 4, 4, 4]);
+    expect(parseConfig({}).API_WORKERS).toBe(Math.min(4, availableParallelism()));
+    expect(parseConfig({ API_WORKERS: '1' }).API_WORKERS).toBe(1);
+  });
+
   it('applies the contract defaults', () => {
     const c = parseConfig({});
     expect(c.PORT).toBe(3000);
