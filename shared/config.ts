@@ -71,7 +71,7 @@ const schema = z.object({
   // searches/s) or 6,000 searches/s need more than one core of API (docs/benchmarks.md); 4 keeps a deployment's
   // PostgreSQL connections under 100. More than one: a catalogue write waits for every worker's search index and
   // /metrics sums every worker's (api/siblings.ts, docs/operations.md).
-  API_WORKERS: z.coerce.number().int().min(1).max(32).default(() => defaultApiWorkers()),
+  API_WORKERS: z.preprocess((v) => (v === '' ? undefined : v), z.coerce.number().int().min(1).max(32).default(() => defaultApiWorkers())),
   // Not in the contract: the nice value `npm start` gives the workers, the pump and the dashboard (not the API, nor
   // the sandbox provider its /pay waits for): on shared cores the API's requests go first; 0 runs them all alike
   // (docs/operations.md).

@@ -7,6 +7,7 @@ describe('config', () => {
     expect([1, 2, 3, 4, 8, 64].map((cores) => defaultApiWorkers(cores))).toEqual([1, 2, 3, 4, 4, 4]);
     expect(parseConfig({}).API_WORKERS).toBe(Math.min(4, availableParallelism()));
     expect(parseConfig({ API_WORKERS: '1' }).API_WORKERS).toBe(1);
+    expect(parseConfig({ API_WORKERS: '' }).API_WORKERS, 'empty, as compose passes an unset variable').toBe(Math.min(4, availableParallelism()));
   });
 
   it('applies the contract defaults', () => {
