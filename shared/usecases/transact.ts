@@ -14,8 +14,15 @@ import type { Deps } from './deps.js';
 
 const pending = new WeakMap<object, JobRequest[]>();
 
-/** Runs `fn` in a transaction; once it has committed, adds the jobs its effects noted. Returns `fn`'s value. */
-export async function transact<T>(deps: Pick<Deps, 'db' | 'jobs'>, fn: (tx: DatabaseTransactionConnection) => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` in a transaction; once it has committed, adds the jobs its effects noted, and runs `alongside` (what else
+ * follows the commit) at the same time. Returns `fn`'s value once both are done.
+ */
+export async function transact<T>(
+  deps: Pick<Deps, 'db' | 'jobs'>,
+  fn: (tx: DatabaseTransactionConnection) => Promise<T>,
+  alongside?: () => Promise<void>,
+): Promise<T> {
   let noted: JobRequest[] = [];
   const result = await deps.db.transaction(async (tx) => {
     // slonik retries a transaction that hit a serialization failure or a deadlock: only the last attempt counts.
@@ -27,7 +34,7 @@ export async function transact<T>(deps: Pick<Deps, 'db' | 'jobs'>, fn: (tx: Data
       pending.delete(tx);
     }
   });
-  await deps.jobs.enqueue(noted);
+  await Promise.all([deps.jobs.enqueue(noted), alongside?.()]);
   return result;
 }
 
@@ -40,8 +47,8 @@ export function noteJob(tx: CommonQueryMethods, request: JobRequest): void {
 
 /**
  * The one write that is not a transaction (the one-statement car hold, shared/db/bookings.ts): its job is added
- * right after the statement returns.
+ * right after the statement returns, with `alongside` run at the same time (as `transact`'s).
  */
-export async function afterStatement(deps: Pick<Deps, 'jobs'>, requests: readonly JobRequest[]): Promise<void> {
-  await deps.jobs.enqueue(requests);
+export async function afterStatement(deps: Pick<Deps, 'jobs'>, requests: readonly JobRequest[], alongside?: () => Promise<void>): Promise<void> {
+  await Promise.all([deps.jobs.enqueue(requests), alongside?.()]);
 }

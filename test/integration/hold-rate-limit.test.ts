@@ -3,6 +3,7 @@ import type { Harness } from '../helpers/harness.js';
 import { inHours } from '../helpers/http.js';
 import { holdCar, periods, withCarHarness } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
+import { placeHold, type HoldDeps } from '../../shared/usecases/holds.js';
 
 // At most HOLD_RATE_LIMIT new holds per customer per window; only requests that create a hold count.
 let h: Harness;
@@ -48,6 +49,36 @@ describe('hold rate limit', () => {
     expect(past.status).toBe(400);
     const fourth = await h.req('POST', '/bookings', { token: t, body: { carId: 1, from: inHours(400), to: inHours(401) } });
     expect(fourth.status).toBe(429);
+  });
+
+  it('a created hold\'s slot is confirmed while its expiry job is added, not after it', async () => {
+    // The add below waits for the confirm: one after the other, the hold could never be answered.
+    let confirmed!: () => void;
+    const confirming = new Promise<void>((resolve) => (confirmed = resolve));
+    const calls: string[] = [];
+    const deps: HoldDeps = {
+      ...h.deps,
+      jobs: { enqueue: async (requests) => { calls.push('add'); await confirming; return h.deps.jobs.enqueue(requests); } },
+      holdLimiter: { acquire: async () => ({ confirm: async () => { calls.push('confirm'); confirmed(); }, release: async () => { calls.push('release'); } }) },
+    };
+    const actor = { role: 'customer' as const, id: 4343 };
+    for (const keyed of [false, true]) {
+      calls.length = 0;
+      const { from, to } = period();
+      const hold = placeHold(deps, actor, { kind: 'car', carId, from: new Date(from), to: new Date(to) },
+        keyed ? { idempotencyKey: 'alongside', body: { carId, from, to } } : { body: { carId, from, to } });
+      const stuck = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`stuck after ${calls.join(', ')}`)), 10_000));
+      const { outcome } = await Promise.race([hold, stuck]);
+      expect(outcome.ok, JSON.stringify(outcome)).toBe(true);
+      expect(calls.sort(), keyed ? 'with an Idempotency-Key (a transaction)' : 'the one-statement hold').toEqual(['add', 'confirm']);
+    }
+    // A refused hold confirms nothing: its slot is released.
+    calls.length = 0;
+    const taken = period();
+    await placeHold(deps, actor, { kind: 'car', carId, from: new Date(taken.from), to: new Date(taken.to) }, { body: taken });
+    await expect(placeHold(deps, actor, { kind: 'car', carId, from: new Date(taken.from), to: new Date(taken.to) }, { body: taken }))
+      .rejects.toMatchObject({ code: 'CAR_UNAVAILABLE' });
+    expect(calls.slice(2)).toEqual(['release']);
   });
 
   it('concurrent holds of one customer: exactly the limit are created, the rest are 429', async () => {
