@@ -203,7 +203,7 @@ export interface ApiProcess {
   url: string;
   child: ChildProcess;
   logFile: string;
-  /** CPU seconds the API process has used so far (user, system), from /proc. */
+  /** CPU seconds the API process and its live children (API_WORKERS > 1: the cluster's workers) have used so far, from /proc. */
   cpuSeconds(): { user: number; sys: number };
   stop(): Promise<void>;
 }
@@ -237,8 +237,15 @@ export async function startApiProcess(
     url, child, logFile,
     cpuSeconds() {
       try {
-        const f = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-        return { user: Number(f[11]) / ticks, sys: Number(f[12]) / ticks };
+        const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+        let user = 0;
+        let sys = 0;
+        for (const pid of [String(child.pid), ...children]) {
+          const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+          user += Number(f[11]) / ticks;
+          sys += Number(f[12]) / ticks;
+        }
+        return { user, sys };
       } catch {
         return { user: NaN, sys: NaN };
       }
