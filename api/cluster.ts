@@ -47,21 +47,29 @@ function relaySiblingAsks(): void {
   let nextId = 0;
   /** Workers that said hello: they answer asks (a worker still starting, or gone, is not waited for). */
   const answering = new Set<number>();
-  const open = new Map<number, { from: Worker; id: number; op: SiblingOp; pending: Set<number>; payloads: unknown[]; timer: NodeJS.Timeout }>();
+  /** Asks in flight: who still owes an answer, and the answers in, by worker. */
+  const open = new Map<number, { from: Worker; id: number; op: SiblingOp; pending: Set<number>; answers: Map<number, unknown>; timer: NodeJS.Timeout }>();
   const carried = new CarriedCounters();
   const finish = (key: number) => {
     const ask = open.get(key);
     if (!ask) return;
     open.delete(key);
     clearTimeout(ask.timer);
-    const payloads = ask.op === 'metrics' ? [...ask.payloads, ...carried.departed()] : ask.payloads;
+    const payloads = [...ask.answers.values()];
+    // Metrics: a worker that did not answer in time counts with its last report's counters, and workers gone with
+    // theirs, so that no sum goes down from one scrape to the next.
+    if (ask.op === 'metrics') payloads.push(...carried.lastOf(ask.pending), ...carried.departed());
     const reply: SiblingReply = { kind: 'sibling-reply', id: ask.id, payloads };
     if (ask.from.isConnected()) ask.from.send(reply, undefined, () => {});
   };
   cluster.on('exit', (worker) => {
     answering.delete(worker.id);
     carried.gone(worker.id);
-    for (const [key, ask] of open) if (ask.pending.delete(worker.id) && ask.pending.size === 0) finish(key);
+    for (const [key, ask] of open) {
+      // Its answer, if any, is its last report, now among the departed: counted there, not twice.
+      ask.answers.delete(worker.id);
+      if (ask.pending.delete(worker.id) && ask.pending.size === 0) finish(key);
+    }
   });
   cluster.on('message', (worker, m: unknown) => {
     if (isSiblingMessage(m, 'sibling-hello')) answering.add(worker.id);
@@ -71,7 +79,7 @@ function relaySiblingAsks(): void {
       const others = Object.values(cluster.workers ?? {})
         .filter((w): w is Worker => !!w && w !== worker && w.isConnected() && answering.has(w.id));
       const key = nextId++;
-      open.set(key, { from: worker, id, op, pending: new Set(others.map((w) => w.id)), payloads: [], timer: setTimeout(() => finish(key), timeoutMs) });
+      open.set(key, { from: worker, id, op, pending: new Set(others.map((w) => w.id)), answers: new Map(), timer: setTimeout(() => finish(key), timeoutMs) });
       const ask: SiblingAsk = { kind: 'sibling-ask', id: key, op };
       for (const w of others) w.send(ask, undefined, () => {});
       if (others.length === 0) finish(key);
@@ -80,7 +88,7 @@ function relaySiblingAsks(): void {
       const ask = open.get(id);
       if (!ask || !ask.pending.delete(worker.id)) return;
       if (ask.op === 'metrics') carried.seen(worker.id, payload);
-      ask.payloads.push(payload);
+      ask.answers.set(worker.id, payload);
       if (ask.pending.size === 0) finish(id);
     }
   });

@@ -45,9 +45,10 @@ async function runApi(): Promise<void> {
         }
       },
     ]);
-    // A worker of a cluster takes connections only once its search index is built (or its build gave up): node:cluster
-    // hands connections only to workers that listen, so a restarted worker never answers a search from PostgreSQL
-    // while its siblings answer from their indexes. A single process listens at once (/ready waits for the index).
+    // A worker of a cluster takes connections only once its search index is built (or its build gave up, after
+    // SEARCH_LOAD_MAX_MS): node:cluster hands connections only to workers that listen, so a restarted worker does not
+    // answer searches from PostgreSQL while its siblings answer from their indexes. A single process listens at once
+    // (its /ready waits for the index).
     if (cluster.isWorker) await indexBuilt(indexes);
     const server = createServer(handler).listen(config.PORT, () => logger.info({ port: config.PORT }, 'api listening'));
     server.keepAliveTimeout = 65_000;

@@ -241,7 +241,12 @@ export async function startApiProcess(
         let user = 0;
         let sys = 0;
         for (const pid of [String(child.pid), ...children]) {
-          const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+          let f: string[];
+          try {
+            f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+          } catch {
+            continue; // a worker that exited since the list was read
+          }
           user += Number(f[11]) / ticks;
           sys += Number(f[12]) / ticks;
         }

@@ -10,10 +10,13 @@ export interface ApiProcess {
   child: ChildProcess;
 }
 
-/** Starts one API on `port` with `env` (the whole configuration: nothing is inherited but PATH). */
+/**
+ * Starts one API on `port` with `env` (the whole configuration: nothing is inherited but PATH). One process per port
+ * unless `env` says otherwise: the APIs behind HAProxy are the scale-out, and the faults aim at that process.
+ */
 export function spawnApi(name: string, port: number, env: Record<string, string>): ApiProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
-    cwd: ROOT, env: { PATH: process.env.PATH!, ...env, PORT: String(port), PROC_NAME: name }, stdio: ['ignore', 'ignore', 'inherit'],
+    cwd: ROOT, env: { PATH: process.env.PATH!, API_WORKERS: '1', ...env, PORT: String(port), PROC_NAME: name }, stdio: ['ignore', 'ignore', 'inherit'],
   });
   return { name, port, child };
 }

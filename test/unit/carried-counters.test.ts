@@ -22,15 +22,25 @@ const valueOf = (json: Json, name: string, suffix = ''): number =>
   json.find((m) => m.name === name)?.values.filter((v) => (v as { metricName?: string }).metricName === undefined || (v as { metricName?: string }).metricName === `${name}${suffix}`)
     .reduce((a, v) => a + v.value, 0) ?? 0;
 
-/** A scrape: every live worker's metrics plus the carried ones, summed as the scraped worker sums them. */
-async function scrape(carried: CarriedCounters, live: Map<number, ReturnType<typeof worker>>): Promise<Json> {
-  const parts: Json[] = [];
+/**
+ * A scrape as api/cluster.ts relays it: the live workers answer (those in `late` miss the deadline and count with
+ * their last report), `exiting` answers and then exits before the scrape is summed (its answer is dropped: its last
+ * report is carried instead), and the carried ones are added.
+ */
+async function scrape(carried: CarriedCounters, live: Map<number, ReturnType<typeof worker>>, late = new Set<number>(), exiting?: number): Promise<Json> {
+  const answers = new Map<number, Json>();
   for (const [id, w] of live) {
+    if (late.has(id)) continue;
     const json = await w.json();
     carried.seen(id, json);
-    parts.push(json);
+    answers.set(id, json);
   }
-  return (await AggregatorRegistry.aggregate([...parts, ...carried.departed()]).getMetricsAsJSON()) as Json;
+  if (exiting !== undefined) {
+    carried.gone(exiting);
+    answers.delete(exiting);
+    live.delete(exiting);
+  }
+  return (await AggregatorRegistry.aggregate([...answers.values(), ...carried.lastOf(late), ...carried.departed()]).getMetricsAsJSON()) as Json;
 }
 
 describe('CarriedCounters (api/carried-counters.ts)', () => {
@@ -57,7 +67,7 @@ describe('CarriedCounters (api/carried-counters.ts)', () => {
   it('never lets a counter\'s sum go down, whatever the order of increments, scrapes and exits', async () => {
     const step = fc.oneof(
       fc.record({ kind: fc.constant('inc' as const), slot: fc.nat(3), by: fc.integer({ min: 1, max: 5 }) }),
-      fc.record({ kind: fc.constant('scrape' as const) }),
+      fc.record({ kind: fc.constant('scrape' as const), late: fc.subarray([0, 1, 2, 3]), exiting: fc.option(fc.nat(3)) }),
       fc.record({ kind: fc.constant('restart' as const), slot: fc.nat(3) }),
     );
     await fc.assert(fc.asyncProperty(fc.array(step, { maxLength: 60 }), async (steps) => {
@@ -66,15 +76,24 @@ describe('CarriedCounters (api/carried-counters.ts)', () => {
       const slots = Array.from({ length: 4 }, () => nextId++);
       const live = new Map(slots.map((id) => [id, worker()]));
       let last = 0;
-      for (const s of [...steps, { kind: 'scrape' as const }]) {
+      const restart = (slot: number) => {
+        carried.gone(slots[slot]!);
+        live.delete(slots[slot]!);
+        slots[slot] = nextId++;
+        live.set(slots[slot]!, worker());
+      };
+      for (const s of [...steps, { kind: 'scrape' as const, late: [], exiting: null }]) {
         if (s.kind === 'inc') live.get(slots[s.slot]!)!.requests.inc(s.by);
-        else if (s.kind === 'restart') {
-          carried.gone(slots[s.slot]!);
-          live.delete(slots[s.slot]!);
-          slots[s.slot] = nextId++;
-          live.set(slots[s.slot]!, worker());
-        } else {
-          const sum = valueOf(await scrape(carried, live), 'requests_total');
+        else if (s.kind === 'restart') restart(s.slot);
+        else {
+          // A late worker is one that missed the deadline; one exiting mid-scrape answered first.
+          const late = new Set(s.late.map((slot) => slots[slot]!).filter((id) => id !== (s.exiting === null ? undefined : slots[s.exiting])));
+          const exiting = s.exiting === null ? undefined : slots[s.exiting]!;
+          const sum = valueOf(await scrape(carried, live, late, exiting), 'requests_total');
+          if (s.exiting !== null) {
+            slots[s.exiting] = nextId++;
+            live.set(slots[s.exiting]!, worker());
+          }
           expect(sum).toBeGreaterThanOrEqual(last);
           last = sum;
         }
