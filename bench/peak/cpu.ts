@@ -43,11 +43,31 @@ export interface CpuSample {
   used: Record<string, number>;
 }
 
+/** What the samplers ask of their connection. */
+export interface Queries {
+  query<R extends pg.QueryResultRow>(sql: string, params?: unknown[]): Promise<pg.QueryResult<R>>;
+}
+
+/**
+ * One connection shared by timers (the CPU sampler, the outbox series, the phase counters), its queries one after
+ * another: pg queues a query sent to a busy client only with a deprecation warning, and pg 9 drops that.
+ */
+export function oneAtATime(c: pg.Client): Queries {
+  let last: Promise<unknown> = Promise.resolve();
+  return {
+    query<R extends pg.QueryResultRow>(sql: string, params?: unknown[]) {
+      const next = last.then(() => c.query<R>(sql, params));
+      last = next.catch(() => {});
+      return next;
+    },
+  };
+}
+
 export interface SamplerSources {
   /** The system's processes, pid → name. */
   system: () => Map<number, string>;
   /** Queries pg_stat_activity; a connection of the bench's own. */
-  monitor: pg.Client;
+  monitor: Queries;
   database: string;
   /** Backends the bench itself uses (checker, monitor): reported apart. */
   benchBackends: () => Set<number>;

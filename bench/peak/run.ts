@@ -10,7 +10,7 @@ import pg from 'pg';
 import { ROOT, ensureBuild, envStr, generatorFirst, machineNote, sleep } from '../lib.js';
 import { rngFor, type DatasetOptions } from '../dataset/generate.js';
 import { cloneDatabase, dbUrl, dropDatabase, ensureTemplate } from '../dataset/load.js';
-import { CpuSampler, runCpuTool, type CpuSample, type ToolResult } from './cpu.js';
+import { CpuSampler, oneAtATime, runCpuTool, type CpuSample, type Queries, type ToolResult } from './cpu.js';
 import { openLoop, type StreamSpec } from './loadgen.js';
 import { StalenessChecker, countOverlaps, countOversold, stalenessSelfTest, type StalenessReport } from './checks.js';
 import { runPgbench, type FloorResult } from './pgbench.js';
@@ -124,7 +124,7 @@ async function flushRedisDb(url: string, prefix: string): Promise<void> {
 }
 
 /** Cumulative counters of one database (pg_stat_database; the stats collector lags up to ~0.5 s). */
-async function dbCounters(c: pg.Client, database: string): Promise<Record<string, number>> {
+async function dbCounters(c: Queries, database: string): Promise<Record<string, number>> {
   const { rows } = await c.query<Record<string, string>>(`
     SELECT xact_commit, xact_rollback, tup_inserted, tup_updated, tup_deleted, tup_returned, tup_fetched, blks_hit, blks_read
     FROM pg_stat_database WHERE datname = $1`, [database]);
@@ -143,12 +143,13 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
   await flushRedisDb(cfg.redisUrl, cfg.prefix);
   ensureBuild(envStr('BUILD', 'auto'));
 
-  const monitor = new pg.Client({ connectionString: url });
+  const monitorClient = new pg.Client({ connectionString: url });
   const checker = new pg.Client({ connectionString: url });
-  await monitor.connect();
+  await monitorClient.connect();
   await checker.connect();
+  const monitor = oneAtATime(monitorClient);
   const benchPids = new Set<number>();
-  for (const c of [monitor, checker]) benchPids.add((await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
+  for (const c of [monitorClient, checker]) benchPids.add((await c.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid);
   const jwtSecret = `bench-${tag}-${randomBytes(16).toString('hex')}`;
   let system: RunningSystem | null = null;
   const extra = new Map<number, string>();
@@ -268,7 +269,7 @@ export async function runPeak(cfg: RunConfig): Promise<PeakResult> {
     await sampler.stop();
     await prometheus?.stop().catch(() => {});
     await system?.stop().catch(() => {});
-    await monitor.end().catch(() => {});
+    await monitorClient.end().catch(() => {});
     await checker.end().catch(() => {});
     await flushRedisDb(cfg.redisUrl, cfg.prefix).catch(() => {});
     if (!cfg.keepDb) await dropDatabase(database).catch(() => {});
