@@ -23,11 +23,10 @@
  * Target (issue 18): p99 ≤ 50 ms.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { ADMIN_DB, PG_BASE, ROOT, ensureBuild, envBool, envInt, envStr, finalVerdict, fmt, freePort, machineNote, printTable, signJwt, verdict } from './lib.js';
+import { ADMIN_DB, PG_BASE, ROOT, ensureBuild, envBool, envInt, envStr, finalVerdict, fmt, freePort, machineNote, printTable, procCpuSeconds, signJwt, verdict } from './lib.js';
 import { openLoop, type OpenLoopRequest, type OpenLoopResult } from './open-loop.js';
 import { startSystem, type RunningSystem } from './peak/system.js';
 import { formatResults, runChecks } from '../scripts/invariants/index.js';
@@ -118,10 +117,8 @@ function nextChange(b: Tracked): OpenLoopRequest {
 function cpuMs(pids: Iterable<number>): Map<number, number> {
   const out = new Map<number, number>();
   for (const pid of pids) {
-    try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.set(pid, ((Number(f[11]) + Number(f[12])) / 100) * 1000); // USER_HZ = 100
-    } catch { /* gone */ }
+    const used = procCpuSeconds(pid); // null: gone
+    if (used) out.set(pid, (used.user + used.sys) * 1000);
   }
   return out;
 }

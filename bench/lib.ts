@@ -208,6 +208,17 @@ export interface ApiProcess {
   stop(): Promise<void>;
 }
 
+/** CPU seconds a process has used so far (utime, stime from /proc; USER_HZ 100), or null when it is gone. */
+export function procCpuSeconds(pid: number): { user: number; sys: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    return { user: Number(f[11]) / 100, sys: Number(f[12]) / 100 };
+  } catch {
+    return null;
+  }
+}
+
 /** Starts the API (a built .js, or a .ts through tsx) on a free port and waits for /ready. */
 export async function startApiProcess(
   entry: string,
@@ -232,7 +243,6 @@ export async function startApiProcess(
     if (Date.now() > deadline) throw new Error(`API not ready after 30 s; see ${logFile}`);
     await sleep(200);
   }
-  const ticks = 100; // USER_HZ on Linux
   return {
     url, child, logFile,
     cpuSeconds() {
@@ -240,15 +250,10 @@ export async function startApiProcess(
         const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
         let user = 0;
         let sys = 0;
-        for (const pid of [String(child.pid), ...children]) {
-          let f: string[];
-          try {
-            f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-          } catch {
-            continue; // a worker that exited since the list was read
-          }
-          user += Number(f[11]) / ticks;
-          sys += Number(f[12]) / ticks;
+        for (const pid of [child.pid!, ...children.map(Number)]) {
+          const used = procCpuSeconds(pid); // null: a worker that exited since the list was read
+          user += used?.user ?? 0;
+          sys += used?.sys ?? 0;
         }
         return { user, sys };
       } catch {

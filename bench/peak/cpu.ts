@@ -10,18 +10,13 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type pg from 'pg';
-import { ROOT } from '../lib.js';
+import { ROOT, procCpuSeconds } from '../lib.js';
 
 const TICK = 100; // USER_HZ
 
 function cpuTicks(pid: number): number | null {
-  try {
-    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    return Number(f[11]) + Number(f[12]);
-  } catch {
-    return null;
-  }
+  const used = procCpuSeconds(pid);
+  return used && (used.user + used.sys) * TICK;
 }
 
 function findPids(test: (cmd: string) => boolean): number[] {

@@ -18,6 +18,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { rngFor } from '../dataset/generate.js';
+import { procCpuSeconds } from '../lib.js';
 import type { LoadOptions, LoadResult, StreamSpec } from './loadgen.js';
 
 type OpenLoop = (origin: string, specs: StreamSpec[], durationS: number, o: LoadOptions) => Promise<LoadResult>;
@@ -53,8 +54,8 @@ server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port +
 
 /** utime + stime of a process, in ms (from /proc; 100 ticks a second). */
 const procCpuMs = (pid: number) => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(f[11]) + Number(f[12])) * 10;
+  const used = procCpuSeconds(pid);
+  return used ? (used.user + used.sys) * 1000 : NaN;
 };
 const pct = (sorted: Float64Array, p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 

@@ -15,13 +15,13 @@ import type { Deps } from './deps.js';
 const pending = new WeakMap<object, JobRequest[]>();
 
 /**
- * Runs `fn` in a transaction; once it has committed, adds the jobs its effects noted, and runs `alongside` (what else
+ * Runs `fn` in a transaction; once it has committed, adds the jobs its effects noted, and runs `afterCommit` (what else
  * follows the commit) at the same time. Returns `fn`'s value once both are done.
  */
 export async function transact<T>(
   deps: Pick<Deps, 'db' | 'jobs'>,
   fn: (tx: DatabaseTransactionConnection) => Promise<T>,
-  alongside?: () => Promise<void>,
+  afterCommit?: () => Promise<void>,
 ): Promise<T> {
   let noted: JobRequest[] = [];
   const result = await deps.db.transaction(async (tx) => {
@@ -34,7 +34,7 @@ export async function transact<T>(
       pending.delete(tx);
     }
   });
-  await Promise.all([deps.jobs.enqueue(noted), alongside?.()]);
+  await Promise.all([deps.jobs.enqueue(noted), afterCommit?.()]);
   return result;
 }
 
@@ -47,8 +47,8 @@ export function noteJob(tx: CommonQueryMethods, request: JobRequest): void {
 
 /**
  * The one write that is not a transaction (the one-statement car hold, shared/db/bookings.ts): its job is added
- * right after the statement returns, with `alongside` run at the same time (as `transact`'s).
+ * right after the statement returns, with `afterCommit` run at the same time (as `transact`'s).
  */
-export async function afterStatement(deps: Pick<Deps, 'jobs'>, requests: readonly JobRequest[], alongside?: () => Promise<void>): Promise<void> {
-  await Promise.all([deps.jobs.enqueue(requests), alongside?.()]);
+export async function afterStatement(deps: Pick<Deps, 'jobs'>, requests: readonly JobRequest[], afterCommit?: () => Promise<void>): Promise<void> {
+  await Promise.all([deps.jobs.enqueue(requests), afterCommit?.()]);
 }
