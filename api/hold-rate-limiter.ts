@@ -15,6 +15,15 @@ import type { HoldLimiter, HoldSlot } from '../shared/usecases/holds.js';
 // A request still blocked by undecided holds after waitMs goes ahead anyway (fail open and counted, as when Redis is down): a
 // refusal never makes another request 429, and the limit is exceeded only when holds take longer than waitMs to
 // decide, by at most the number of requests that waited that long (docs/decisions.md).
+//
+// The acquires of one turn of the event loop (the requests read in one poll of the sockets) go to Redis as one
+// pipeline, sent on the next turn (setImmediate): under load, one write for several requests instead of one each
+// (the acquire's write was the API's largest single cost per hold at 2,400 holds/s). On a Redis Cluster each goes alone.
+//
+// A slot's decision (confirm or release) needs no answer: the request does not wait for it. Decisions gather for
+// SETTLE_LINGER_MS and go to Redis as one pipeline (one write; on a Redis Cluster one command each, since a pipeline
+// must stay on one slot). Until it lands the slot still counts as undecided, so the limit errs on the strict side:
+// a request of the same customer meanwhile waits for it (pollMs) rather than slipping past.
 
 const ACQUIRE = `
 local t = redis.call('TIME')
@@ -59,12 +68,34 @@ export interface HoldRateOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How long slot decisions gather before they leave as one pipeline (ms). */
+export const SETTLE_LINGER_MS = 10;
+
+/** One acquire, waiting for its turn's pipeline. */
+interface Ask {
+  args: [created: string, pending: string, windowMs: number, limit: number, member: string, pendingTtlMs: number, final: 0 | 1];
+  resolve(answer: [number, number]): void;
+  reject(err: unknown): void;
+}
+
+/** One slot's decision, waiting to be sent. */
+interface Decision {
+  confirm: boolean;
+  created: string;
+  pending: string;
+  member: string;
+  done(): void;
+}
+
 /** The hold limiter in Redis (see above); fails open (and counts it) when Redis is down. */
 export class HoldRateLimiter implements HoldLimiter {
   private readonly redis: LimiterRedis;
   private readonly waitMs: number;
   private readonly pollMs: number;
   private readonly pendingTtlMs: number;
+  private asks: Ask[] = [];
+  private decisions: Decision[] = [];
+  private decisionTimer: NodeJS.Timeout | null = null;
 
   constructor(
     redis: Redis,
@@ -94,7 +125,7 @@ export class HoldRateLimiter implements HoldLimiter {
     try {
       for (;;) {
         const final = Date.now() >= deadline ? 1 : 0;
-        answer = await this.redis.holdRateAcquire(created, pending, windowMs, this.limit, member, this.pendingTtlMs, final);
+        answer = await this.ask([created, pending, windowMs, this.limit, member, this.pendingTtlMs, final]);
         if (answer[0] !== 2) break;
         await sleep(this.pollMs);
       }
@@ -109,16 +140,77 @@ export class HoldRateLimiter implements HoldLimiter {
       const retryAfterSeconds = Math.max(1, Math.ceil(answer[1] / 1000));
       throw new DomainError('RATE_LIMITED', `at most ${this.limit} holds per ${this.windowSeconds} s`, { retryAfterSeconds });
     }
-    return {
-      confirm: async () => {
-        await this.redis.holdRateConfirm(created, pending, windowMs, member).catch((err) => {
-          // The hold exists; only its count is lost (the limit may be exceeded by this one hold).
-          this.onFailOpen();
-          logger.warn({ err: String(err) }, 'hold rate limiter could not count a created hold');
-        });
-      },
-      release: async () => void (await this.redis.zrem(pending, member).catch(() => 0)),
+    const decide = (confirm: boolean) => new Promise<void>((done) => this.decide({ confirm, created, pending, member, done }));
+    return { confirm: () => decide(true), release: () => decide(false) };
+  }
+
+  /** The acquire script's answer, asked in this turn's pipeline. */
+  private ask(args: Ask['args']): Promise<[number, number]> {
+    return new Promise((resolve, reject) => {
+      if (this.asks.push({ args, resolve, reject }) === 1) setImmediate(() => this.sendAsks());
+    });
+  }
+
+  private sendAsks(): void {
+    const batch = this.asks;
+    this.asks = [];
+    if (this.isCluster() || batch.length === 1) {
+      for (const a of batch) this.redis.holdRateAcquire(...a.args).then(a.resolve, a.reject);
+      return;
+    }
+    const pipeline = this.redis.pipeline() as ReturnType<Redis['pipeline']> & Pick<LimiterRedis, 'holdRateAcquire'>;
+    for (const a of batch) pipeline.holdRateAcquire(...a.args);
+    pipeline.exec().then(
+      (results) => batch.forEach((a, i) => {
+        const [err, answer] = results?.[i] ?? [new Error('no answer in the pipeline')];
+        if (err) a.reject(err);
+        else a.resolve(answer as [number, number]);
+      }),
+      (err) => batch.forEach((a) => a.reject(err)),
+    );
+  }
+
+  /** A Redis Cluster client: a pipeline must stay on one slot, so each command goes alone. */
+  private isCluster(): boolean {
+    return 'isCluster' in this.redis && this.redis.isCluster === true;
+  }
+
+  /** Queues a slot's decision; its promise settles once Redis has it (or it failed: see settle). */
+  private decide(d: Decision): void {
+    this.decisions.push(d);
+    // Not unref'd: a process that stops still sends the decisions of its last requests.
+    this.decisionTimer ??= setTimeout(() => this.settle(), SETTLE_LINGER_MS);
+  }
+
+  /** Sends the gathered decisions; never rejects (a lost confirm is counted as a fail-open, a lost release is harmless). */
+  private settle(): void {
+    this.decisionTimer = null;
+    const batch = this.decisions;
+    this.decisions = [];
+    const windowMs = this.windowSeconds * 1000;
+    const lost = (d: Decision, err: unknown) => {
+      if (d.confirm) {
+        // The hold exists; only its count is lost (the limit may be exceeded by this one hold).
+        this.onFailOpen();
+        logger.warn({ err: String(err) }, 'hold rate limiter could not count a created hold');
+      }
     };
+    if (this.isCluster()) {
+      for (const d of batch) {
+        const sent = d.confirm ? this.redis.holdRateConfirm(d.created, d.pending, windowMs, d.member) : this.redis.zrem(d.pending, d.member);
+        void sent.catch((err) => lost(d, err)).finally(d.done);
+      }
+      return;
+    }
+    const pipeline = this.redis.pipeline() as ReturnType<Redis['pipeline']> & Pick<LimiterRedis, 'holdRateConfirm'>;
+    for (const d of batch) {
+      if (d.confirm) pipeline.holdRateConfirm(d.created, d.pending, windowMs, d.member);
+      else pipeline.zrem(d.pending, d.member);
+    }
+    void pipeline.exec()
+      .then((results) => batch.forEach((d, i) => results?.[i]?.[0] && lost(d, results[i]![0])))
+      .catch((err) => batch.forEach((d) => lost(d, err)))
+      .finally(() => batch.forEach((d) => d.done()));
   }
 
   private failOpen(err: unknown): HoldSlot {

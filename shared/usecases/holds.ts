@@ -57,11 +57,6 @@ export async function prepareHold(deps: Deps, actor: Actor, input: HoldInput): P
 export interface HoldOptions {
   /** Runs inside the hold's transaction once the hold is written (the idempotency key's completion). */
   beforeCommit?: Remember<HoldResult>;
-  /**
-   * Runs once the hold has committed, at the same time as the add of its expiry job (one wait for both, not one
-   * after the other); the answer waits for it. Not run when the hold is refused.
-   */
-  afterCommit?: () => Promise<void>;
 }
 
 /** What the hold books, as booking.held carries it. */
@@ -78,7 +73,6 @@ interface Hold {
   now: Date;
   expiresAt: Date;
   beforeCommit?: Remember<HoldResult>;
-  afterCommit?: () => Promise<void>;
 }
 
 /** Creates a HOLD (car or stay) with its booking.held event, in one transaction; validation comes first. */
@@ -87,7 +81,7 @@ export async function holdBooking(deps: Deps, actor: Actor, input: HoldInput, op
   const now = deps.clock.now();
   checkHoldInput(input, now);
   const hold: Hold = {
-    actor, now, expiresAt: new Date(now.getTime() + deps.config.HOLD_TTL_S * 1000), beforeCommit: opts.beforeCommit, afterCommit: opts.afterCommit,
+    actor, now, expiresAt: new Date(now.getTime() + deps.config.HOLD_TTL_S * 1000), beforeCommit: opts.beforeCommit,
   };
   return input.kind === 'car' ? holdCar(deps, hold, input) : holdStay(deps, hold, input);
 }
@@ -142,7 +136,7 @@ async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind:
     if (outcome.kind !== 'held') throw carRefusal(outcome);
     const { row } = outcome;
     // One statement, no transaction to hang the job on: its expiry job is added right after it returned.
-    await afterStatement(deps, [{ kind: 'expiry', bookingId: row.id, gen: 0, runAt: hold.expiresAt }], hold.afterCommit);
+    await afterStatement(deps, [{ kind: 'expiry', bookingId: row.id, gen: 0, runAt: hold.expiresAt }]);
     return holdResult(deps, hold, { ...row, bookingId: row.id, booked });
   }
   try {
@@ -150,7 +144,7 @@ async function holdCar(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind:
       const row = await insertCarHold(tx, newHold);
       if (!row) throw notFound('car');
       return commitHold(tx, deps, hold, { ...row, bookingId: row.id, booked });
-    }, hold.afterCommit);
+    });
   } catch (e) {
     if (e instanceof CheckExclusionConstraintViolationError) throw carRefusal({ kind: 'taken' });
     if (brokenCheck(e) === 'booking_total_bound') throw carRefusal({ kind: 'overBound' });
@@ -197,7 +191,7 @@ async function holdStay(deps: Deps, hold: Hold, input: Extract<HoldInput, { kind
           ratePlanId: stay.ratePlanId, quoteId: stay.quote?.id ?? null,
         },
       });
-    }, hold.afterCommit);
+    });
   } catch (e) {
     if (brokenCheck(e)?.endsWith('_bound')) throw validation('rooms', `an amount of the stay would exceed ${MAX_MONEY} minor units`);
     // The CHECK is the last line of defence should the locked read above ever be bypassed.
@@ -217,7 +211,10 @@ export interface HoldLimiter {
   acquire(customerId: number): Promise<HoldSlot>;
 }
 
-/** A hold being decided: it counts only once confirmed (created); released, it never counted. */
+/**
+ * A hold being decided: it counts only once confirmed (created); released, it never counted. Each settles once the
+ * limiter has the decision and never rejects; placeHold does not wait for either.
+ */
 export interface HoldSlot {
   confirm(): Promise<void>;
   release(): Promise<void>;
@@ -255,12 +252,14 @@ export async function placeHold(
     const prepared = await prepareHold(deps, actor, input);
     const slot = await deps.holdLimiter.acquire(actor.id);
     try {
-      // Committed, it counts: the slot is confirmed while the expiry job is added (two round trips at once).
-      const result = await holdBooking(deps, actor, prepared, { beforeCommit: remember, afterCommit: () => slot.confirm() });
+      const result = await holdBooking(deps, actor, prepared, { beforeCommit: remember });
+      // Committed, it counts. Neither decision is waited for: until it reaches the limiter the slot counts as
+      // undecided, which only makes a concurrent request of this customer wait for it (HoldLimiter).
+      void slot.confirm();
       deps.onHoldAttempt?.(input.kind, 'held');
       return result;
     } catch (e) {
-      await slot.release();
+      void slot.release();
       deps.onHoldAttempt?.(input.kind, e instanceof DomainError ? e.code.toLowerCase() : 'error');
       throw e;
     }

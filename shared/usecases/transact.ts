@@ -14,14 +14,10 @@ import type { Deps } from './deps.js';
 
 const pending = new WeakMap<object, JobRequest[]>();
 
-/**
- * Runs `fn` in a transaction; once it has committed, adds the jobs its effects noted, and runs `afterCommit` (what else
- * follows the commit) at the same time. Returns `fn`'s value once both are done.
- */
+/** Runs `fn` in a transaction; once it has committed, adds the jobs its effects noted. Returns `fn`'s value. */
 export async function transact<T>(
   deps: Pick<Deps, 'db' | 'jobs'>,
   fn: (tx: DatabaseTransactionConnection) => Promise<T>,
-  afterCommit?: () => Promise<void>,
 ): Promise<T> {
   let noted: JobRequest[] = [];
   const result = await deps.db.transaction(async (tx) => {
@@ -34,7 +30,7 @@ export async function transact<T>(
       pending.delete(tx);
     }
   });
-  await Promise.all([deps.jobs.enqueue(noted), afterCommit?.()]);
+  await deps.jobs.enqueue(noted);
   return result;
 }
 
@@ -45,10 +41,7 @@ export function noteJob(tx: CommonQueryMethods, request: JobRequest): void {
   noted.push(request);
 }
 
-/**
- * The one write that is not a transaction (the one-statement car hold, shared/db/bookings.ts): its job is added
- * right after the statement returns, with `afterCommit` run at the same time (as `transact`'s).
- */
-export async function afterStatement(deps: Pick<Deps, 'jobs'>, requests: readonly JobRequest[], afterCommit?: () => Promise<void>): Promise<void> {
-  await Promise.all([deps.jobs.enqueue(requests), afterCommit?.()]);
+/** The one write that is not a transaction (the one-statement car hold, shared/db/bookings.ts): its job is added right after the statement returns. */
+export async function afterStatement(deps: Pick<Deps, 'jobs'>, requests: readonly JobRequest[]): Promise<void> {
+  await deps.jobs.enqueue(requests);
 }

@@ -61,6 +61,8 @@ export async function holdCar(h: Harness, o: { deposit?: number; fromHours?: num
   const from = o.fromHours ?? 24 * 10;
   const r = await h.req('POST', '/bookings', { token: customer.token, body: { carId, from: inHours(from), to: inHours(from + 4) } });
   expect(r.status, r.text).toBe(201);
+  // Its expiry job is added lazily (shared/queues/producer.ts): sent now, so a test can look it up.
+  await h.deps.producers?.settle();
   return {
     id: r.json.bookingId, carId, customerId: customer.id, token: customer.token, deposit: r.json.depositAmount,
     holdExpiresAt: new Date(r.json.holdExpiresAt),

@@ -15,6 +15,7 @@ export async function makeDue(h: Harness, bookingId: number): Promise<void> {
      WHERE id = $1 AND status = 'HOLD'`,
     [bookingId],
   );
+  await h.deps.producers?.settle(); // the hold's expiry job may still be gathering (added lazily)
   const job = await h.queues.expiry.getJob(`expire-${bookingId}-g${await genOf(h, bookingId)}`).catch(() => undefined);
   await job?.promote().catch(() => {});
 }

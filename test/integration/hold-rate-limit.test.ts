@@ -4,6 +4,8 @@ import { inHours } from '../helpers/http.js';
 import { holdCar, periods, withCarHarness } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
 import { placeHold, type HoldDeps } from '../../shared/usecases/holds.js';
+import { HoldRateLimiter } from '../../api/hold-rate-limiter.js';
+import { Redis } from 'ioredis';
 
 // At most HOLD_RATE_LIMIT new holds per customer per window; only requests that create a hold count.
 let h: Harness;
@@ -51,26 +53,24 @@ describe('hold rate limit', () => {
     expect(fourth.status).toBe(429);
   });
 
-  it('a created hold\'s slot is confirmed while its expiry job is added, not after it', async () => {
-    // The add below waits for the confirm: one after the other, the hold could never be answered.
-    let confirmed!: () => void;
-    const confirming = new Promise<void>((resolve) => (confirmed = resolve));
+  it('a created hold is answered without waiting for its limiter count; a refused one without waiting for its release', async () => {
+    // The limiter's decisions never settle here: a hold that waited for one would never be answered.
+    const never = new Promise<void>(() => {});
     const calls: string[] = [];
     const deps: HoldDeps = {
       ...h.deps,
-      jobs: { enqueue: async (requests) => { calls.push('add'); await confirming; return h.deps.jobs.enqueue(requests); } },
-      holdLimiter: { acquire: async () => ({ confirm: async () => { calls.push('confirm'); confirmed(); }, release: async () => { calls.push('release'); } }) },
+      holdLimiter: { acquire: async () => ({ confirm: () => { calls.push('confirm'); return never; }, release: () => { calls.push('release'); return never; } }) },
     };
     const actor = { role: 'customer' as const, id: 4343 };
     for (const keyed of [false, true]) {
       calls.length = 0;
       const { from, to } = period();
       const hold = placeHold(deps, actor, { kind: 'car', carId, from: new Date(from), to: new Date(to) },
-        keyed ? { idempotencyKey: 'alongside', body: { carId, from, to } } : { body: { carId, from, to } });
+        keyed ? { idempotencyKey: 'unwaited', body: { carId, from, to } } : { body: { carId, from, to } });
       const stuck = new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`stuck after ${calls.join(', ')}`)), 10_000));
       const { outcome } = await Promise.race([hold, stuck]);
       expect(outcome.ok, JSON.stringify(outcome)).toBe(true);
-      expect(calls.sort(), keyed ? 'with an Idempotency-Key (a transaction)' : 'the one-statement hold').toEqual(['add', 'confirm']);
+      expect(calls, keyed ? 'with an Idempotency-Key (a transaction)' : 'the one-statement hold').toEqual(['confirm']);
     }
     // A refused hold confirms nothing: its slot is released.
     calls.length = 0;
@@ -78,7 +78,61 @@ describe('hold rate limit', () => {
     await placeHold(deps, actor, { kind: 'car', carId, from: new Date(taken.from), to: new Date(taken.to) }, { body: taken });
     await expect(placeHold(deps, actor, { kind: 'car', carId, from: new Date(taken.from), to: new Date(taken.to) }, { body: taken }))
       .rejects.toMatchObject({ code: 'CAR_UNAVAILABLE' });
-    expect(calls.slice(2)).toEqual(['release']);
+    expect(calls).toEqual(['confirm', 'release']);
+  });
+
+  it('the acquires of one turn go to Redis as one pipeline, each judged on its own', async () => {
+    const redis = new Redis('redis://127.0.0.1:6379/5', { keyPrefix: `${h.config.REDIS_KEY_PREFIX}turn:` });
+    await redis.ping();
+    const sizes: number[] = [];
+    const pipeline = redis.pipeline.bind(redis);
+    redis.pipeline = ((...args: Parameters<typeof pipeline>) => {
+      const p = pipeline(...args);
+      const exec = p.exec.bind(p);
+      p.exec = ((...e: Parameters<typeof exec>) => {
+        sizes.push(p.length);
+        return exec(...e);
+      }) as typeof exec;
+      return p;
+    }) as typeof redis.pipeline;
+    try {
+      const limiter = new HoldRateLimiter(redis as never, 3, 900, () => {}, { waitMs: 5_000, pollMs: 5 });
+      // Customer 21 asks four times at once (limit 3), 22 and 23 once each: one turn, one pipeline of six.
+      const asked = [21, 21, 21, 21, 22, 23].map((c) => limiter.acquire(c));
+      const first = await Promise.all([asked[0]!, asked[1]!, asked[2]!, asked[4]!, asked[5]!]);
+      expect(sizes[0]).toBe(6);
+      // 21's fourth waits on its three undecided; once they are created it is refused.
+      await Promise.all(first.slice(0, 3).map((slot) => slot.confirm()));
+      await expect(asked[3]).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('decisions not yet sent count as undecided: the next request of the customer waits for them, then is refused', async () => {
+    const redis = new Redis('redis://127.0.0.1:6379/5', { keyPrefix: `${h.config.REDIS_KEY_PREFIX}unsent:` });
+    let failOpen = 0;
+    try {
+      const limiter = new HoldRateLimiter(redis as never, 3, 900, () => failOpen++, { waitMs: 1_000, pollMs: 5 });
+      // Three created, their confirms not sent yet (they gather for SETTLE_LINGER_MS): the next one waits, then is refused.
+      const full = await Promise.all([0, 1, 2].map(() => limiter.acquire(9)));
+      const confirmed = full.map((slot) => slot.confirm());
+      const started = Date.now();
+      await expect(limiter.acquire(9)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+      expect(Date.now() - started).toBeLessThan(900); // decided by the landed confirms, not let through by the wait's end
+      await Promise.all(confirmed);
+      // Two created and one refused, the release not sent yet: the next one waits, then goes ahead (a refusal never 429s).
+      const mixed = await Promise.all([0, 1, 2].map(() => limiter.acquire(10)));
+      const decided = [mixed[0]!.confirm(), mixed[1]!.confirm(), mixed[2]!.release()];
+      const fourth = await limiter.acquire(10);
+      await Promise.all([...decided, fourth.confirm()]);
+      expect(failOpen).toBe(0);
+      expect(await redis.zcard('hold-rate:{9}')).toBe(3);
+      expect(await redis.zcard('hold-rate:{10}')).toBe(3);
+      expect(await redis.zcard('hold-rate:{10}:pending')).toBe(0);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it('concurrent holds of one customer: exactly the limit are created, the rest are 429', async () => {

@@ -114,6 +114,7 @@ describe('bull-board, as an operator uses it', () => {
   it('Promote of a delayed refund job: attempted now, paid once', async () => {
     const r = await pendingRefund({ dueInS: 3600 });
     await h.deps.jobs.enqueue([{ kind: 'refunds', bookingId: r.bookingId, refundId: r.id, gen: 0, runAt: new Date(Date.now() + 3_600_000) }]);
+    await h.deps.producers!.settle(); // due in an hour: added lazily
     expect(await h.queues.refunds.getJobState(`refund-${r.id}-g0`)).toBe('delayed');
     const promoted = Date.now();
     expect((await api('PUT', `/${q('refunds')}/refund-${r.id}-g0/promote`)).status).toBe(204);
