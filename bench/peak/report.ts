@@ -5,12 +5,17 @@ import { ROOT, fmt, printTable } from '../lib.js';
 import { lineChart, type Series } from './svg.js';
 import { summarizeStalls, type PeakResult, type PhaseResult } from './run.js';
 
-// Issue 21: ≤ 0.8 ms of CPU per hold over all processes (the seed design ran at 0.6–1.1 ms without Kafka or jobs).
-export const TARGETS = { holdRate: 600, mixedHoldRate: 300, searchRate: 3000, searchAloneRate: 6000, hotRate: 600, staysRate: 3000, p99Ms: 50, cpuPerHoldMs: 0.8 };
+// Issue 21: ≤ 0.8 ms of CPU per hold over all processes (the seed design ran at 0.6–1.1 ms without Kafka or jobs),
+// and holds sustained at 0.3 × the raw pgbench floor (≈ 2,400/s on the machine the issue measured).
+export const TARGETS = {
+  holdRate: 600, mixedHoldRate: 300, searchRate: 3000, searchAloneRate: 6000, hotRate: 600, staysRate: 3000, sustainedHoldRate: 2400,
+  floorShare: 0.3, p99Ms: 50, cpuPerHoldMs: 0.8,
+};
 
 /** The rate a stream of a phase is judged at (below it the phase is a smaller run: not judged). */
 function targetRate(p: PhaseResult, stream: string): number {
   if (stream === 'hot hold') return TARGETS.hotRate;
+  if (stream === 'hold' && p.spec.name === 'sustained') return TARGETS.sustainedHoldRate;
   if (stream === 'hold') return p.spec.rates.search > 0 ? TARGETS.mixedHoldRate : TARGETS.holdRate;
   if (stream === 'search') return p.spec.rates.hold > 0 ? TARGETS.searchRate : TARGETS.searchAloneRate;
   return TARGETS.staysRate;
@@ -48,6 +53,9 @@ export function verdicts(r: PeakResult): Verdict[] {
     if (hold && p.spec.rates.search === 0 && p.spec.rates.stays === 0) {
       const perHold = (systemCpu(p).cores * 1000) / hold.answeredPerS;
       v(`${p.spec.name}: system CPU per hold`, perHold, '<=', TARGETS.cpuPerHoldMs, ' ms', hold.rate >= TARGETS.holdRate);
+      if (p.spec.name === 'sustained' && r.floor) {
+        v(`${p.spec.name}: hold rate answered ÷ this run's pgbench floor`, hold.answeredPerS / r.floor.tps, '>=', TARGETS.floorShare, '');
+      }
     }
   }
   v('overlapping active car bookings', r.checks.overlaps, '<=', 0, '');
