@@ -150,6 +150,17 @@ describe('npm start with API_WORKERS=2', () => {
     leftovers.push(...childrenOf(api!));
     for (let scrape = 0; scrape < 4; scrape++) expect((await healthCount()).count, `after the restart, scrape ${scrape}`).toBeGreaterThanOrEqual(seen);
     const now = childrenOf(api!);
+    // The new worker took connections only once both its search indexes were built (api/server.ts): its log says
+    // "search index built" for cars and stays before "api listening".
+    const fresh = now.find((pid) => !workers.includes(pid))!;
+    const logOf = () => sup.output().split('\n').filter((l) => l.includes(`"pid":${fresh},`));
+    await waitFor(async () => logOf().some((l) => l.includes('"msg":"api listening"')), 10_000, 100);
+    const log = logOf();
+    const at = (msg: string, extra = '') => log.findIndex((l) => l.includes(`"msg":"${msg}"`) && l.includes(extra));
+    const cars = at('search index built', '"index":"cars"');
+    const stays = at('search index built', '"index":"stays"');
+    expect(Math.min(cars, stays), log.join('\n')).toBeGreaterThanOrEqual(0);
+    expect(at('api listening'), log.join('\n')).toBeGreaterThan(Math.max(cars, stays));
     process.kill(sup.pid!, 'SIGKILL');
     await waitFor(async () => [api!, ...now].every((pid) => !alive(pid)), 15_000, 100);
   }, 120_000);
