@@ -67,6 +67,12 @@ export function checkCarPeriod(from: Date, to: Date): void {
   if (to.getTime() - from.getTime() > MAX_CAR_SPAN_MS) throw validation('to', 'a booking spans at most 30 days');
 }
 
+/** checkCarPeriod's rule as a test, for paths that answer without throwing (the search index's). */
+export const isCarPeriod = (from: Date, to: Date): boolean => to.getTime() > from.getTime() && to.getTime() - from.getTime() <= MAX_CAR_SPAN_MS;
+
+/** checkStayDates's rule on a number of nights, as a test. */
+export const isStayLength = (nights: number): boolean => nights >= 1 && nights <= MAX_STAY_NIGHTS;
+
 /** No hold starts in the past (so search lists nothing for such a period). */
 export const startsInFuture = (from: Date, now: Date): boolean => from.getTime() > now.getTime();
 

@@ -1,5 +1,5 @@
 import type { Deps } from './deps.js';
-import { checkCarPeriod, checkStayDates, MAX_CAR_SPAN_MS, MAX_STAY_NIGHTS, startsInFuture } from '../domain/booking.js';
+import { checkCarPeriod, checkStayDates, isCarPeriod, isStayLength, startsInFuture } from '../domain/booking.js';
 import { nightsBetween } from '../domain/nights.js';
 import type { CarCalendar } from '../domain/car-calendar.js';
 import { dayOf, type StayCalendar } from '../domain/stay-calendar.js';
@@ -82,11 +82,9 @@ export async function searchCars(deps: SearchDeps, q: CarSearch): Promise<{ cars
  * answers an empty list, or reads SQL). The checks are checkCarPeriod's and startsInFuture's, without a throw.
  */
 export function searchCarsInIndex(deps: Pick<SearchDeps, 'clock' | 'searchIndex'>, q: CarSearch): SerializedAnswer | null {
-  const from = q.from.getTime();
-  const to = q.to.getTime();
-  if (!(to > from) || to - from > MAX_CAR_SPAN_MS || !startsInFuture(q.from, deps.clock.now())) return null;
+  if (!isCarPeriod(q.from, q.to) || !startsInFuture(q.from, deps.clock.now())) return null;
   const index = deps.searchIndex?.cars();
-  return index ? new SerializedAnswer(index.searchJson(q.city, from, to, q.limit, CARS)) : null;
+  return index ? new SerializedAnswer(index.searchJson(q.city, q.from.getTime(), q.to.getTime(), q.limit, CARS)) : null;
 }
 
 async function searchCarsInSql(deps: SearchDeps, q: CarSearch): Promise<{ cars: PublicCar[] }> {
@@ -111,7 +109,7 @@ export async function searchStays(deps: SearchDeps, q: StaySearch) {
 /** The answer from the in-memory index, synchronously: checkStayDates's range without a throw, the index fresh and holding the nights; else null. */
 export function searchStaysInIndex(deps: Pick<SearchDeps, 'searchIndex'>, q: StaySearch): SerializedAnswer | null {
   const nights = nightsBetween(q.checkIn, q.checkOut);
-  if (!(nights >= 1 && nights <= MAX_STAY_NIGHTS)) return null;
+  if (!isStayLength(nights)) return null;
   const from = dayOf(q.checkIn);
   const index = deps.searchIndex?.stays(from);
   return index ? new SerializedAnswer(index.searchJson(q.city, from, from + nights, q.rooms, MAX_ROOM_TYPES, ROOM_TYPES)) : null;
