@@ -144,11 +144,20 @@ export async function deferIntentCancellation(db: CommonQueryMethods, c: IntentC
   return releaseLease(db, LEASED.intentCancellation, [c.bookingId], c.leaseToken, { retryInMs, error: null, uncount: true });
 }
 
-/** The provider answered the create with `intentId`: settled (also one settled as refused, should that come first). */
-export async function answerIntentCreate(db: CommonQueryMethods, bookingId: number, idempotencyKey: string, intentId: string): Promise<void> {
+/**
+ * The provider answered the create with `intentId`: settled (also one settled as refused, should that come first;
+ * an intent already recorded stands). `doubted`: the answer came to a retry, so an earlier send went unanswered and
+ * may still land: in doubt from now as well (as doubtIntentCreate), in the same statement.
+ */
+export async function answerIntentCreate(
+  db: CommonQueryMethods, bookingId: number, idempotencyKey: string, intentId: string, o: { doubted: boolean },
+): Promise<void> {
   await db.query(sql.typeAlias('void')`
-    UPDATE intent_create SET answered_at = coalesce(answered_at, now()), intent_id = ${intentId}
-    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey} AND intent_id IS NULL`);
+    UPDATE intent_create SET
+      answered_at = CASE WHEN intent_id IS NULL THEN coalesce(answered_at, now()) ELSE answered_at END,
+      intent_id = coalesce(intent_id, ${intentId}),
+      doubted_at = CASE WHEN ${o.doubted}::boolean THEN now() ELSE doubted_at END
+    WHERE booking_id = ${bookingId} AND idempotency_key = ${idempotencyKey}`);
 }
 
 /**

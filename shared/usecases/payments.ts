@@ -100,10 +100,7 @@ async function createIntent(deps: Deps, b: Booking): Promise<PaymentIntent | { i
     }
     throw e;
   }
-  await write(async (tx) => {
-    await answerIntentCreate(tx, b.id, key, intent.id);
-    if (retried) await doubtIntentCreate(tx, b.id, key);
-  });
+  await write((tx) => answerIntentCreate(tx, b.id, key, intent.id, { doubted: retried }));
   return intent;
 }
 
