@@ -231,12 +231,15 @@ async function pgHold(pool: pg.Pool): Promise<OneHold> {
     h.holdExpiresAt.toISOString(), h.holdExpiresAt.toISOString(), h.carId];
   const ev = heldEvent(42, sample);
   const out = await captureSql((db) => writeHeld(db, ev));
+  // The last two are the row's request_id and traceparent: null, as outside a request.
   const outValues = (eventId: string, e: ReturnType<typeof heldEvent>) =>
-    [eventId, e.type, String(e.key), JSON.stringify({ eventId, type: e.type, occurredAt: e.occurredAt.toISOString(), ...e.data })];
+    [eventId, e.type, String(e.key), JSON.stringify({ eventId, type: e.type, occurredAt: e.occurredAt.toISOString(), ...e.data }), null, null];
   if (JSON.stringify(ins.values) !== JSON.stringify(insValues(sample))) throw new Error('insertCarHold values changed; update bench/holds.ts');
   const capturedId = out.values[0] as string;
   const sorted = (json: string) => JSON.stringify(Object.entries(JSON.parse(json) as object).sort(([a], [b]) => a.localeCompare(b)));
-  if (out.values.length !== 4 || sorted(out.values[3] as string) !== sorted(outValues(capturedId, ev)[3]!)) {
+  const expected = outValues(capturedId, ev);
+  if (out.values.length !== expected.length || sorted(out.values[3] as string) !== sorted(expected[3]!)
+    || out.values[4] !== null || out.values[5] !== null) {
     throw new Error('writeEvent values changed; update bench/holds.ts');
   }
   return async () => {

@@ -23,8 +23,11 @@ brokers() { local b=() n; for n in "${NODES[@]}"; do b+=("127.0.0.1:$((BASE + n 
 cluster_id() {
   mkdir -p "$DIR"
   if [[ ! -s "$DIR/cluster.id" ]]; then
-    # Any 16 bytes, base64url without padding, is a valid KRaft cluster id.
-    head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=' >"$DIR/cluster.id"
+    # Any 16 bytes, base64url without padding, is a valid KRaft cluster id; but kafka-storage reads one that starts
+    # with '-' (1 in 64) as an option and refuses to format, so those are drawn again.
+    local id
+    until id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')" && [[ "$id" != -* ]]; do :; done
+    echo "$id" >"$DIR/cluster.id"
   fi
   cat "$DIR/cluster.id"
 }

@@ -32,10 +32,10 @@ export function testSecrets(): Record<string, string> {
   return { JWT_SECRET: s(), PAYMENT_WEBHOOK_SECRET: s(), PSP_API_KEY: s(), DASHBOARD_PASSWORD: s() };
 }
 
-/** Runs a TypeScript entry of this repository under tsx, collecting its output. */
-export function spawnTs(file: string, env: Record<string, string>): ChildProcess & { output: () => string } {
+/** Runs a TypeScript entry of this repository under tsx (with `args`), collecting its output. */
+export function spawnTs(file: string, env: Record<string, string>, args: string[] = []): ChildProcess & { output: () => string } {
   let out = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', file], {
+  const child = spawn(process.execPath, ['--import', 'tsx', file, ...args], {
     cwd: ROOT, env: { PATH: process.env.PATH!, ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
