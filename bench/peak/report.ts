@@ -34,9 +34,9 @@ export interface Verdict { label: string; pass: boolean | null; text: string }
 
 export function verdicts(r: PeakResult): Verdict[] {
   const out: Verdict[] = [];
-  const v = (label: string, value: number, op: '<=' | '>=', target: number, unit: string, applicable = true) => {
+  const v = (label: string, value: number, op: '<=' | '>=', target: number, unit: string, applicable = true, notJudged = 'offered rate below the target') => {
     const pass = !applicable ? null : Number.isFinite(value) && (op === '<=' ? value <= target : value >= target);
-    out.push({ label, pass, text: `${fmt(value, 2)}${unit} ${op === '<=' ? '≤' : '≥'} ${fmt(target, 2)}${unit}${applicable ? '' : ' (offered rate below the target: not judged)'}` });
+    out.push({ label, pass, text: `${fmt(value, 2)}${unit} ${op === '<=' ? '≤' : '≥'} ${fmt(target, 2)}${unit}${applicable ? '' : ` (${notJudged}: not judged)`}` });
   };
   for (const p of r.phases) {
     for (const s of p.streams) {
@@ -52,7 +52,11 @@ export function verdicts(r: PeakResult): Verdict[] {
     const hold = p.streams.find((s) => s.name === 'hold');
     if (hold && p.spec.rates.search === 0 && p.spec.rates.stays === 0) {
       const perHold = (systemCpu(p).cores * 1000) / hold.answeredPerS;
-      v(`${p.spec.name}: system CPU per hold`, perHold, '<=', TARGETS.cpuPerHoldMs, ' ms', hold.rate >= TARGETS.holdRate);
+      // The issue sets the CPU target for holds at 0.3 × the floor: judged in the sustained phase. At lower rates it is
+      // printed only: the processes' fixed costs (polls, timers) and smaller batches weigh more per hold there.
+      const sustained = p.spec.name === 'sustained';
+      v(`${p.spec.name}: system CPU per hold`, perHold, '<=', TARGETS.cpuPerHoldMs, ' ms', sustained && hold.rate >= TARGETS.sustainedHoldRate,
+        sustained ? 'offered rate below the target' : 'the target is set at the sustained rate');
       if (p.spec.name === 'sustained' && r.floor) {
         v(`${p.spec.name}: hold rate answered ÷ this run's pgbench floor`, hold.answeredPerS / r.floor.tps, '>=', TARGETS.floorShare, '');
       }
