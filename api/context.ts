@@ -3,6 +3,7 @@ import type { Deps } from '../shared/usecases/deps.js';
 import type { SearchDeps, SearchIndex } from '../shared/usecases/search.js';
 import type { Metrics } from './metrics.js';
 import type { Actor } from '../shared/domain/actor.js';
+import type { HoldLimiter } from '../shared/usecases/holds.js';
 
 /** What the API process hands the app. */
 export interface ApiDeps extends Deps {
@@ -10,6 +11,8 @@ export interface ApiDeps extends Deps {
   metrics: Metrics;
   /** In-memory search calendars (api/server.ts starts them when SEARCH_CACHE_TTL_S allows). */
   searchIndex?: SearchIndex | null;
+  /** The hold limiter; default: one in Redis made by the routes (api/server.ts makes it, to await it when stopping). */
+  holdLimiter?: HoldLimiter;
 }
 
 /** What the routes get: the process's deps and what the app builds from them once. */

@@ -3,6 +3,7 @@ import type { RedisClient as Redis } from '../shared/redis.js';
 import { DomainError } from '../shared/domain/errors.js';
 import { logger } from '../shared/logger.js';
 import type { HoldLimiter, HoldSlot } from '../shared/usecases/holds.js';
+import type { ApiDeps } from './context.js';
 
 // Only holds that are created count (CONTRACT.md "Holds"), also under concurrency. Per customer, two sorted sets in
 // Redis (its clock, so several API instances agree): `created`, the holds made in the window (sliding log), and
@@ -20,10 +21,12 @@ import type { HoldLimiter, HoldSlot } from '../shared/usecases/holds.js';
 // pipeline, sent on the next turn (setImmediate): under load, one write for several requests instead of one each
 // (the acquire's write was the API's largest single cost per hold at 2,400 holds/s). On a Redis Cluster each goes alone.
 //
-// A slot's decision (confirm or release) needs no answer: the request does not wait for it. Decisions gather for
-// SETTLE_LINGER_MS and go to Redis as one pipeline (one write; on a Redis Cluster one command each, since a pipeline
-// must stay on one slot). Until it lands the slot still counts as undecided, so the limit errs on the strict side:
-// a request of the same customer meanwhile waits for it (pollMs) rather than slipping past.
+// A slot's decision (confirm or release) needs no answer: the request does not wait for it. The decisions of one turn
+// go to Redis as one pipeline on the next (one write; on a Redis Cluster one command each, since a pipeline must stay
+// on one slot). Until it lands the slot still counts as undecided, so the limit errs on the strict side: a request of
+// the same customer meanwhile waits for it (pollMs) rather than slipping past. A stopping API awaits settled()
+// before it closes Redis; a crashed one loses at most the decisions of its last turn (an uncounted hold: the limit
+// exceeded by it, as when Redis is down).
 
 const ACQUIRE = `
 local t = redis.call('TIME')
@@ -68,9 +71,6 @@ export interface HoldRateOptions {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** How long slot decisions gather before they leave as one pipeline (ms). */
-export const SETTLE_LINGER_MS = 10;
-
 /** One acquire, waiting for its turn's pipeline. */
 interface Ask {
   args: [created: string, pending: string, windowMs: number, limit: number, member: string, pendingTtlMs: number, final: 0 | 1];
@@ -87,6 +87,10 @@ interface Decision {
   done(): void;
 }
 
+/** The API's limiter: HOLD_RATE_LIMIT holds per HOLD_RATE_WINDOW_S per customer, fail-opens counted in its metric. */
+export const holdRateLimiter = (deps: Pick<ApiDeps, 'redis' | 'config' | 'metrics'>): HoldRateLimiter =>
+  new HoldRateLimiter(deps.redis, deps.config.HOLD_RATE_LIMIT, deps.config.HOLD_RATE_WINDOW_S, () => deps.metrics.rateLimiterFailOpen.inc());
+
 /** The hold limiter in Redis (see above); fails open (and counts it) when Redis is down. */
 export class HoldRateLimiter implements HoldLimiter {
   private readonly redis: LimiterRedis;
@@ -95,7 +99,8 @@ export class HoldRateLimiter implements HoldLimiter {
   private readonly pendingTtlMs: number;
   private asks: Ask[] = [];
   private decisions: Decision[] = [];
-  private decisionTimer: NodeJS.Timeout | null = null;
+  /** Decisions sent and not answered yet (settled() waits for them). */
+  private readonly sending = new Set<Promise<void>>();
 
   constructor(
     redis: Redis,
@@ -175,17 +180,21 @@ export class HoldRateLimiter implements HoldLimiter {
     return 'isCluster' in this.redis && this.redis.isCluster === true;
   }
 
-  /** Queues a slot's decision; its promise settles once Redis has it (or it failed: see settle). */
+  /** Queues a slot's decision; its promise settles once Redis has it (or it failed: see send). */
   private decide(d: Decision): void {
-    this.decisions.push(d);
-    // Not unref'd: a process that stops still sends the decisions of its last requests.
-    this.decisionTimer ??= setTimeout(() => this.settle(), SETTLE_LINGER_MS);
+    if (this.decisions.push(d) === 1) setImmediate(() => this.sendDecisions());
+  }
+
+  /** Resolves once every decision made so far has been answered (a stopping API, before it closes Redis). */
+  async settled(): Promise<void> {
+    if (this.decisions.length) this.sendDecisions();
+    await Promise.all(this.sending);
   }
 
   /** Sends the gathered decisions; never rejects (a lost confirm is counted as a fail-open, a lost release is harmless). */
-  private settle(): void {
-    this.decisionTimer = null;
+  private sendDecisions(): void {
     const batch = this.decisions;
+    if (batch.length === 0) return;
     this.decisions = [];
     const windowMs = this.windowSeconds * 1000;
     const lost = (d: Decision, err: unknown) => {
@@ -195,10 +204,15 @@ export class HoldRateLimiter implements HoldLimiter {
         logger.warn({ err: String(err) }, 'hold rate limiter could not count a created hold');
       }
     };
+    const track = (p: Promise<unknown>) => {
+      const settled = p.then(() => {}, () => {});
+      this.sending.add(settled);
+      void settled.finally(() => this.sending.delete(settled));
+    };
     if (this.isCluster()) {
       for (const d of batch) {
         const sent = d.confirm ? this.redis.holdRateConfirm(d.created, d.pending, windowMs, d.member) : this.redis.zrem(d.pending, d.member);
-        void sent.catch((err) => lost(d, err)).finally(d.done);
+        track(sent.catch((err) => lost(d, err)).finally(d.done));
       }
       return;
     }
@@ -207,10 +221,10 @@ export class HoldRateLimiter implements HoldLimiter {
       if (d.confirm) pipeline.holdRateConfirm(d.created, d.pending, windowMs, d.member);
       else pipeline.zrem(d.pending, d.member);
     }
-    void pipeline.exec()
+    track(pipeline.exec()
       .then((results) => batch.forEach((d, i) => results?.[i]?.[0] && lost(d, results[i]![0])))
       .catch((err) => batch.forEach((d) => lost(d, err)))
-      .finally(() => batch.forEach((d) => d.done()));
+      .finally(() => batch.forEach((d) => d.done())));
   }
 
   private failOpen(err: unknown): HoldSlot {

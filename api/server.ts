@@ -11,6 +11,7 @@ import { createHandler } from './app.js';
 import { createMetrics } from './metrics.js';
 import { registerOpsGauges } from './ops-gauges.js';
 import { runApiWorkers } from './cluster.js';
+import { holdRateLimiter } from './hold-rate-limiter.js';
 import { answerSiblings, askSiblings } from './siblings.js';
 import type { SearchIndex } from '../shared/usecases/search.js';
 import type { SearchIndexes } from '../shared/search/indexes.js';
@@ -35,7 +36,8 @@ async function runApi(): Promise<void> {
     answerSiblings({ 'catch-up': async () => indexes?.catchUp(), metrics: metrics.own });
     // Requests whose client went away still run to the end; shutdown waits for them before closing the pool.
     let inFlight = 0;
-    const handler = createHandler({ ...deps, redis, metrics, searchIndex }, [
+    const holdLimiter = holdRateLimiter({ redis, config, metrics });
+    const handler = createHandler({ ...deps, redis, metrics, searchIndex, holdLimiter }, [
       async (_ctx, next) => {
         inFlight++;
         try {
@@ -59,6 +61,7 @@ async function runApi(): Promise<void> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       for (let waited = 0; inFlight > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
       await indexes?.stop();
+      await holdLimiter.settled(); // the last holds' counts, sent after their answers
       redis.disconnect();
       await closeDeps(deps);
     };

@@ -4,7 +4,7 @@
  * staleness checks, a pgbench floor of the hold INSERT and EXPLAIN of the hot queries; writes an HTML report.
  *
  *   npm run bench:peak                                     # the targets: 20 s measured per phase
- *   npm run bench:peak -- --scale 0.1 --duration 8 --warmup 3 --cars 2000 --bookings 20000 --room-types 200   # smoke
+ *   npm run bench:peak -- --scale 0.1 --duration 8 --warmup 3 --sustained-warmup 3 --cars 2000 --bookings 20000 --room-types 200   # smoke
  *
  * Phases (--phases, default holds,mixed,hot,search,stays,sustained):
  *   holds   — POST /bookings at --hold-rate (600)/s
@@ -13,7 +13,7 @@
  *   search  — GET /cars alone at --search-rate (6000)/s
  *   stays   — GET /hotels/availability at --stays-rate (3000)/s
  *   sustained — POST /bookings at --sustained-rate (2400)/s, the issue's 0.3 × the raw floor, after a
- *             --sustained-warmup (30 s): a cold system offered its full rate at once builds a queue of ~1 s that it
+ *             --sustained-warmup (30 s): a cold system offered its full rate at once builds a queue of 1–2 s that it
  *             needs several seconds of headroom to drain, and the target is the steady state (judged: p99, CPU per
  *             hold, and the rate as a share of this run's pgbench floor)
  * The generator raises its own priority (nice -10) once the system has started, so its own waits for a core are not

@@ -20,7 +20,13 @@ type Verify = (token: string) => unknown;
  * whichever is first; refusals are not remembered), so a repeat costs a hash and a lookup instead of a verification.
  */
 const TOKEN_CACHE_SIZE = 10_000;
-export const bearerVerifier = (jwtSecret: string): Verify => createVerifier({ key: jwtSecret, algorithms: ['HS256'], cache: TOKEN_CACHE_SIZE });
+/** One verifier (and one cache) per secret, shared by every route's `authenticate`. */
+const verifiers = new Map<string, Verify>();
+export function bearerVerifier(jwtSecret: string): Verify {
+  let verify = verifiers.get(jwtSecret);
+  if (!verify) verifiers.set(jwtSecret, (verify = createVerifier({ key: jwtSecret, algorithms: ['HS256'], cache: TOKEN_CACHE_SIZE })));
+  return verify;
+}
 
 /** Verifies the bearer token and returns who is calling. */
 export function verifyBearer(verify: Verify, header: string | undefined): Actor {

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { ApiDeps, ApiState } from '../context.js';
 import { jsonBody } from '../middleware/body.js';
 import { actorOf, authenticate } from '../middleware/auth.js';
-import { HoldRateLimiter } from '../hold-rate-limiter.js';
+import { holdRateLimiter } from '../hold-rate-limiter.js';
 import { parse, pathId } from '../validation.js';
 import { parseHeader } from '../headers.js';
 import { isObject } from '../schemas/common.js';
@@ -30,8 +30,7 @@ export function bookingRoutes(deps: ApiDeps) {
   const router = new Router<ApiState>();
   const holdDeps: HoldDeps = {
     ...deps,
-    holdLimiter: new HoldRateLimiter(deps.redis, deps.config.HOLD_RATE_LIMIT, deps.config.HOLD_RATE_WINDOW_S, () =>
-      deps.metrics.rateLimiterFailOpen.inc()),
+    holdLimiter: deps.holdLimiter ?? holdRateLimiter(deps),
     onHoldAttempt: (kind, outcome) => deps.metrics.bookings.inc({ kind, outcome }),
   };
   const auth = authenticate(deps.config.JWT_SECRET);

@@ -17,14 +17,17 @@ import { AddBatches } from './add-batches.js';
 // is overdue. What this process cannot keep (it died, or more than RETRY_CAP failed) the reconciler arms from
 // PostgreSQL. A timed-out add may have reached Redis after all: adding it again is a no-op (the id exists).
 //
-// A job due at least DEFER_AHEAD_MS ahead (a hold's expiry, 15 minutes out) is added lazily: the caller does not
-// wait for it, and the adds of a kind gather for DEFER_LINGER_MS and leave as one batch. At 600 holds/s that is one
-// pipeline and one wake of the expiry worker every 25 ms instead of 600 a second, and the hold's answer no longer
-// waits for Redis. What a crash takes with it (at most the last linger's adds) is armed by the reconciler long before
-// it is due, as for any failed add. The reconciler's own producer adds everything eagerly: it counts what failed.
+// A job due at least DEFER_AHEAD_MS ahead (a hold's expiry, 15 minutes out) is not waited for: its add leaves with
+// the next batch of its kind as any other (no timer), and the caller answers meanwhile, so a hold's 201 does not wait
+// for Redis after its statement. A crash loses what it would have lost had the caller waited (the adds not yet in
+// Redis), and the reconciler handles those as before. A job's delay is counted when its batch leaves, so it is due at
+// its time however long it waited. The reconciler's own producer awaits every add: it counts what failed.
 
 export interface JobProducer {
-  /** Adds each request's job (a duplicate id is a no-op); never throws. `failed`: the adds that did not reach Redis. */
+  /**
+   * Adds each request's job (a duplicate id is a no-op); never throws. `failed`: the awaited adds that did not reach
+   * Redis (one not waited for, see above, counts 0 here; its failure is counted in the metric and kept all the same).
+   */
   enqueue(requests: readonly JobRequest[]): Promise<{ failed: number }>;
 }
 
@@ -35,7 +38,7 @@ export type QueueSet = Readonly<Record<JobKind, Queue>>;
 
 export interface Producers extends JobProducer {
   queues: QueueSet;
-  /** Sends the lazy adds still gathering (see above) and waits for them; tests, and close(). */
+  /** Waits until every add made so far, awaited or not, has been sent and answered (tests, and close()). */
   settle(): Promise<void>;
   connection: RedisClient;
   /** True while the producer's connection is up (and not in its back-off after a failure). */
@@ -51,10 +54,8 @@ const RETRY_CAP = 20_000;
 const RETRY_EVERY_MS = 1000;
 const RETRY_PAGE = 1000;
 
-/** A job due at least this far ahead is added lazily (see above). */
+/** A job due at least this far ahead is not waited for (see above). */
 export const DEFER_AHEAD_MS = 5_000;
-/** How long lazy adds of a kind gather before they leave together. */
-export const DEFER_LINGER_MS = 25;
 
 type BullJob = ReturnType<typeof bullJobOf>;
 
@@ -124,19 +125,25 @@ export function openProducers(
   }, RETRY_EVERY_MS);
   retryTimer.unref();
 
-  // Concurrent callers' adds of a kind go to Redis together (add-batches.ts: one wake of the workers per batch).
-  type Batches = Record<JobKind, AddBatches<BullJob>>;
-  const batchesOf = (lingerMs: number) => Object.fromEntries(JOB_KINDS.map((k) => [k, new AddBatches<BullJob>((jobs) =>
-    jobs.length === 1 ? queues[k].add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts) : queues[k].addBulk(jobs), { lingerMs })])) as Batches;
-  const batches = batchesOf(0);
-  const lazy = role === 'producer' ? batchesOf(DEFER_LINGER_MS) : null;
-  const settle = async () => void (await Promise.all(Object.values(lazy ?? {}).map((b) => b.drain())));
+  // Concurrent callers' adds of a kind go to Redis together (add-batches.ts: one wake of the workers per batch), each
+  // job's delay counted from the moment its batch leaves.
+  const fromNow = (job: BullJob): BullJob => ({ ...job, opts: { ...job.opts, delay: Math.max(0, job.data.dueAt - Date.now()) } });
+  const batches = Object.fromEntries(JOB_KINDS.map((k) => [k, new AddBatches<BullJob>((batch) => {
+    const jobs = batch.map(fromNow);
+    return jobs.length === 1 ? queues[k].add(jobs[0]!.name, jobs[0]!.data, jobs[0]!.opts) : queues[k].addBulk(jobs);
+  })])) as Record<JobKind, AddBatches<BullJob>>;
+  /** The adds not waited for, still on their way (settle() waits for them). */
+  const unwaited = new Set<Promise<number>>();
+  const settle = async () => {
+    await Promise.all(Object.values(batches).map((b) => b.drain()));
+    await Promise.all(unwaited);
+  };
 
-  async function addKind(kind: ObligationKind, requests: JobRequest[], via: Batches = batches): Promise<number> {
+  async function addKind(kind: ObligationKind, requests: JobRequest[]): Promise<number> {
     const q = queues[kind];
     const jobs = requests.map((r) => bullJobOf(r));
     try {
-      await via[kind].add(jobs);
+      await batches[kind].add(jobs);
     } catch (err) {
       noteFailure(kind, err);
       jobsEnqueueFailed.inc({ queue: kind }, requests.length);
@@ -152,7 +159,7 @@ export function openProducers(
   }
 
   /** A request whose add nobody needs to wait for: due far enough ahead, and not one to promote. */
-  const deferrable = (r: JobRequest, now: number) => lazy !== null && !r.promote && r.runAt !== undefined && r.runAt.getTime() - now >= DEFER_AHEAD_MS;
+  const deferrable = (r: JobRequest, now: number) => role === 'producer' && !r.promote && r.runAt !== undefined && r.runAt.getTime() - now >= DEFER_AHEAD_MS;
 
   return {
     queues, connection, ready, settle,
@@ -168,7 +175,11 @@ export function openProducers(
       const now = Date.now();
       const later = requests.filter((r) => deferrable(r, now));
       // Not awaited: addKind counts and keeps what fails, and never throws.
-      for (const [kind, rs] of byKind(later)) void addKind(kind, rs, lazy!);
+      for (const [kind, rs] of byKind(later)) {
+        const adding = addKind(kind, rs);
+        unwaited.add(adding);
+        void adding.finally(() => unwaited.delete(adding));
+      }
       const soon = later.length === 0 ? requests : requests.filter((r) => !deferrable(r, now));
       const failed = await Promise.all([...byKind(soon)].map(([kind, rs]) => addKind(kind, rs)));
       return { failed: failed.reduce((a, b) => a + b, 0) };

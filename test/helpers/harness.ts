@@ -96,6 +96,7 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     async close() {
       await searchIndex?.stop();
       await work?.stop();
+      await deps.producers?.settle(); // adds not waited for land before the queues are obliterated, not after
       if (inspection.connection.status === 'ready') {
         for (const q of Object.values(queues)) await q.obliterate({ force: true }).catch(() => {});
       }

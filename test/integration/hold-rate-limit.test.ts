@@ -109,23 +109,44 @@ describe('hold rate limit', () => {
     }
   });
 
+  /**
+   * Counts the acquire scripts `redis` runs from now on, alone or in a pipeline (a pipeline copies the client's
+   * script commands when it is made, and runs them with itself as `this`).
+   */
+  function countAsks(redis: Redis): () => number {
+    let n = 0;
+    const r = redis as unknown as { holdRateAcquire: (...a: unknown[]) => unknown };
+    const original = r.holdRateAcquire;
+    r.holdRateAcquire = function (this: unknown, ...a: unknown[]) {
+      n++;
+      return original.apply(this, a);
+    };
+    return () => n;
+  }
+
   it('decisions not yet sent count as undecided: the next request of the customer waits for them, then is refused', async () => {
     const redis = new Redis('redis://127.0.0.1:6379/5', { keyPrefix: `${h.config.REDIS_KEY_PREFIX}unsent:` });
     let failOpen = 0;
     try {
       const limiter = new HoldRateLimiter(redis as never, 3, 900, () => failOpen++, { waitMs: 1_000, pollMs: 5 });
-      // Three created, their confirms not sent yet (they gather for SETTLE_LINGER_MS): the next one waits, then is refused.
+      // Three created and a fourth asked in the same turn, before their confirms are sent (they leave on the next turn,
+      // after the ask): the fourth finds three undecided, waits, asks again and is refused.
       const full = await Promise.all([0, 1, 2].map(() => limiter.acquire(9)));
+      const asks = countAsks(redis);
+      const fourth = limiter.acquire(9);
       const confirmed = full.map((slot) => slot.confirm());
+      expect(await redis.zcard('hold-rate:{9}')).toBe(0); // this connection's next command: no confirm has landed
       const started = Date.now();
-      await expect(limiter.acquire(9)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+      await expect(fourth).rejects.toMatchObject({ code: 'RATE_LIMITED' });
       expect(Date.now() - started).toBeLessThan(900); // decided by the landed confirms, not let through by the wait's end
+      expect(asks()).toBeGreaterThanOrEqual(2);
       await Promise.all(confirmed);
-      // Two created and one refused, the release not sent yet: the next one waits, then goes ahead (a refusal never 429s).
+      // Two created and one refused, asked past before the decisions are sent: it waits, then goes ahead (a refusal
+      // never makes another request 429).
       const mixed = await Promise.all([0, 1, 2].map(() => limiter.acquire(10)));
+      const next = limiter.acquire(10);
       const decided = [mixed[0]!.confirm(), mixed[1]!.confirm(), mixed[2]!.release()];
-      const fourth = await limiter.acquire(10);
-      await Promise.all([...decided, fourth.confirm()]);
+      await Promise.all([...decided, (await next).confirm()]);
       expect(failOpen).toBe(0);
       expect(await redis.zcard('hold-rate:{9}')).toBe(3);
       expect(await redis.zcard('hold-rate:{10}')).toBe(3);

@@ -4,10 +4,15 @@ import { newCar } from '../helpers/cars.js';
 import { newCustomer } from '../helpers/customers.js';
 import { inHours } from '../helpers/http.js';
 import { openProducers, DEFER_AHEAD_MS } from '../../shared/queues/producer.js';
+import { jobsEnqueueFailed } from '../../shared/metrics/work.js';
+import { waitFor } from '../helpers/http.js';
 
-// A job due minutes ahead (a hold's expiry) is added lazily: the answer does not wait for Redis, and the adds of a
-// linger go as one batch. Nothing is lost by it while the process lives (here), nor when it stops (close() sends
-// them); what a crash takes is the reconciler's, as for any failed add (jobs-redis-loss, check-invariants).
+/** jobs_enqueue_failed_total{queue="expiry"} of this process. */
+const failedAdds = async () => (await jobsEnqueueFailed.get()).values.find((v) => v.labels.queue === 'expiry')?.value ?? 0;
+
+// A job due minutes ahead (a hold's expiry) is added without the caller waiting for it: the answer does not wait
+// for Redis, the add leaves with its kind's next batch, and nothing is lost by it while the process lives (an add
+// that fails is counted and added again) or when it stops (close() waits for it).
 
 let h: Harness;
 beforeAll(async () => {
@@ -60,7 +65,34 @@ describe('lazy job adds', () => {
     }
   });
 
-  it('a process that stops sends its lazy adds before it closes; a job due soon is added before the caller goes on', async () => {
+  it('an add nobody waited for that fails is counted and added again once Redis answers', async () => {
+    const expiry = h.deps.producers!.queues.expiry;
+    const { add, addBulk } = expiry;
+    let refused = 0;
+    const refuse = () => {
+      refused++;
+      return Promise.reject(new Error('Redis said no'));
+    };
+    expiry.add = ((...args: Parameters<typeof add>) => (refused === 0 ? refuse() : add.apply(expiry, args))) as typeof add;
+    expiry.addBulk = ((jobs: Parameters<typeof addBulk>[0]) => (refused === 0 ? refuse() : addBulk.call(expiry, jobs))) as typeof addBulk;
+    try {
+      const failedBefore = await failedAdds();
+      const carId = await newCar(h);
+      const r = await h.req('POST', '/bookings', { token: newCustomer(h).token, body: { carId, from: inHours(250), to: inHours(254) } });
+      expect(r.status, r.text).toBe(201);
+      const id = `expire-${r.json.bookingId}-g0`;
+      await waitFor(async () => (await h.queues.expiry.getJobState(id)) === 'delayed', 10_000, 50);
+      expect(refused).toBe(1);
+      expect(await failedAdds()).toBe(failedBefore + 1);
+      const job = (await h.queues.expiry.getJob(id))!;
+      expect(Math.abs(job.timestamp + job.delay - new Date(r.json.holdExpiresAt).getTime())).toBeLessThan(1_000);
+    } finally {
+      expiry.add = add;
+      expiry.addBulk = addBulk;
+    }
+  });
+
+  it('a process that stops sends the adds it did not wait for before it closes; a job due soon is added before the caller goes on', async () => {
     const producers = openProducers(h.config);
     await new Promise<void>((resolve) => producers.connection.once('ready', () => resolve()));
     const later = { kind: 'expiry' as const, bookingId: 910_001, gen: 0, runAt: new Date(Date.now() + 15 * 60_000) };

@@ -41,58 +41,46 @@ describe('AddBatches (group commit of job adds)', () => {
   });
 });
 
-describe('AddBatches with a linger (lazy adds)', () => {
-  it('gathers the adds of the linger into one batch, sent only once it has passed', async () => {
-    const sent: { jobs: number[]; at: number }[] = [];
-    const b = new AddBatches<number>(async (jobs) => void sent.push({ jobs, at: Date.now() }), { lingerMs: 40 });
-    const t0 = Date.now();
-    const first = b.add([1]);
-    await new Promise((r) => setTimeout(r, 10));
-    const second = b.add([2, 3]);
-    await new Promise((r) => setImmediate(r));
-    expect(sent).toEqual([]); // nothing left on the next turn
-    expect(b.pending).toBe(3);
-    await Promise.all([first, second]);
-    expect(sent.map((s) => s.jobs)).toEqual([[1, 2, 3]]);
-    expect(sent[0]!.at - t0).toBeGreaterThanOrEqual(35); // the timer's own slack: a few ms
-    expect(b.pending).toBe(0);
-  });
-
-  it('drain sends what lingers now, and what waits behind a batch in flight after it', async () => {
+describe('AddBatches.drain', () => {
+  it('resolves once what waits and what is in flight have been answered, not before', async () => {
     const sent: number[][] = [];
     let release!: () => void;
     const b = new AddBatches<number>(async (jobs) => {
       sent.push(jobs);
       if (sent.length === 1) await new Promise<void>((r) => (release = r));
-    }, { lingerMs: 60_000 });
+    });
     const first = b.add([1]);
-    const draining = b.drain();
     await new Promise((r) => setImmediate(r));
-    expect(sent).toEqual([[1]]); // not after a minute
     const second = b.add([2]); // behind the one in flight
+    let drained = false;
+    const draining = b.drain().then(() => (drained = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(drained).toBe(false);
     release();
     await draining;
-    await Promise.all([first, second]);
     expect(sent).toEqual([[1], [2]]);
+    await Promise.all([first, second]);
   });
 
-  it('a batch that waited behind one in flight longer than its linger leaves as soon as that one is back', async () => {
+  it('sends a batch that has not left yet at once, and ends when nothing waits', async () => {
     const sent: number[][] = [];
-    let release!: () => void;
-    const b = new AddBatches<number>(async (jobs) => {
-      sent.push(jobs);
-      if (sent.length === 1) await new Promise<void>((r) => (release = r));
-    }, { lingerMs: 20 });
-    const first = b.add([1]);
-    await new Promise((r) => setTimeout(r, 30));
-    expect(sent).toEqual([[1]]);
-    const second = b.add([2]);
-    await new Promise((r) => setTimeout(r, 30)); // its linger is over, but the first is still in flight
-    expect(sent).toEqual([[1]]);
-    const t = Date.now();
-    release();
-    await Promise.all([first, second]);
-    expect(sent).toEqual([[1], [2]]);
-    expect(Date.now() - t).toBeLessThan(15);
+    const b = new AddBatches<number>(async (jobs) => void sent.push(jobs));
+    const added = b.add([7]);
+    await b.drain(); // before the turn the batch would have left on
+    expect(sent).toEqual([[7]]);
+    await added;
+    await b.drain();
+  });
+
+  it('a send that fails at once (synchronously) still frees the batches behind it', async () => {
+    let calls = 0;
+    const b = new AddBatches<number>(((jobs: number[]) => {
+      calls++;
+      if (calls === 1) throw new Error('thrown before any promise');
+      return Promise.resolve(jobs);
+    }) as (jobs: number[]) => Promise<unknown>);
+    await expect(b.add([1])).rejects.toThrow('thrown before any promise');
+    await expect(b.add([2])).resolves.toBeUndefined();
+    await b.drain();
   });
 });
