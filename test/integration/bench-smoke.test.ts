@@ -41,8 +41,15 @@ const topologyDir = path.join(os.tmpdir(), `smoke-topology-${id}`);
 const topologyPorts = 46_000 + Math.floor(Math.random() * 80) * 10;
 
 let redis: PrivateRedis;
+/**
+ * Run on its own (`BENCH_SMOKE=1 npm test -- test/integration/bench-smoke.test.ts`, a step of .ci/run), not beside
+ * the other files: a dozen whole systems started one after another loaded the 2-core machine enough to break the
+ * timing of other files' tests (a provider call answered later than its 429 test allows, npm start's 60 s).
+ */
+const enabled = process.env.BENCH_SMOKE === '1';
 
 beforeAll(async () => {
+  if (!enabled) return;
   redis = await privateRedis();
   // What bench:holds, peak, scale, cost and changes would each do first: build dist when it is missing or stale
   // (a clean clone has none), done once here so that no smoke's time limit has to include it.
@@ -50,6 +57,7 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  if (!enabled) return;
   redis?.client.disconnect();
   await redis?.stop();
   const admin = new pg.Client({ connectionString: ADMIN_DB });
@@ -125,7 +133,7 @@ function expectRan(r: Run, figures: RegExp[]): void {
 }
 
 // Each test's timeout is its bench's limit (the last argument of bench(), several times what it takes here) + 60 s.
-describe('every bench:* script runs to the end at its smallest (figures printed, speed not judged)', () => {
+describe.skipIf(!enabled)('every bench:* script runs to the end at its smallest (figures printed, speed not judged)', () => {
   it('bench:holds', async () => {
     const r = await bench('holds', [], { DURATION_S: '1', WARMUP_S: '0', RATE: '50', RATE_CONNECTIONS: '2', MAX_CONNECTIONS: '4', RAW_POOL: '4', CARS: '200' }, 120);
     expectRan(r, [
